@@ -1,0 +1,194 @@
+"""The ``fedbw`` command line: parse, call one function, render with Rich. No logic lives here."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+from rich.console import Console
+
+from fedbw.errors import FedbwError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+                  help="fedbw — how long federated rounds take on home uplinks, and what privacy costs.")
+# Piped output (files, CI logs) gets a wide console so tables are never cut; terminals keep their width.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn FedbwError into one red line and its exit code; Ctrl-C into exit 130. Never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except FedbwError as exc:
+            err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/]: finished rounds are kept in the run directory.")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def _load(config: Path, overrides: list[str], engine: str | None = None):
+    from fedbw.config import load_config
+
+    cfg = load_config(config, overrides)
+    if engine is not None:
+        from fedbw.config import config_from_dict, config_to_dict
+
+        cfg = config_from_dict(config_to_dict(cfg), [f"engine={json.dumps(engine)}"], source=str(config))
+    return cfg
+
+
+SetOpt = typer.Option([], "--set", "-s", help="Override a config key: --set clients.total=20 (value in TOML syntax)")
+
+
+@app.command()
+@friendly
+def validate(config: Path = typer.Argument(..., help="experiment TOML"), set_: list[str] = SetOpt) -> None:
+    """Check a config without running it; prints the resolved plan in one line."""
+    from fedbw.plan import build_plan
+
+    cfg = _load(config, set_)
+    plan = build_plan(cfg)
+    mix = ", ".join(f"{p}×{sum(c.profile == p for c in plan.clients)}" for p in plan.profiles_used)
+    out.print(f"[green]ok[/] {config}: {cfg.name}, engine {cfg.engine}, model {plan.model.name} "
+              f"({plan.model.params:,} params), {cfg.clients.per_round}/{cfg.clients.total} clients per round "
+              f"over {cfg.training.rounds} rounds, links {mix}")
+
+
+@app.command()
+@friendly
+def run(config: Path = typer.Argument(..., help="experiment TOML (see experiments/)"),
+        set_: list[str] = SetOpt,
+        engine: Optional[str] = typer.Option(None, "--engine", "-e", help="estimate | simulate | emulate"),
+        json_out: bool = typer.Option(False, "--json", help="print the round records as JSON")) -> None:
+    """Run an experiment config; records, config and environment go to a new run directory."""
+    from fedbw.report import render_run
+    from fedbw.runner import run_experiment
+
+    cfg = _load(config, set_, engine)
+    with _progress(cfg.training.rounds, cfg.clients.per_round, quiet=json_out) as progress:
+        result = run_experiment(cfg, progress)
+    if json_out:
+        out.print_json(json.dumps([r.to_json() for r in result.rounds]))
+        return
+    render_run(out, cfg, result)
+
+
+class _progress:
+    """A Rich progress bar over rounds and clients, or nothing when output is machine-read."""
+
+    def __init__(self, rounds: int, per_round: int, quiet: bool) -> None:
+        self.rounds, self.per_round, self.quiet = rounds, per_round, quiet
+
+    def __enter__(self) -> Callable[[int, int, int], None]:
+        if self.quiet:
+            return lambda r, d, t: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=err, transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("rounds", total=self.rounds)
+
+        def update(round_index: int, done: int, total: int) -> None:
+            finished = round_index if done >= total else round_index - 1
+            self.bar.update(self.task, completed=finished,
+                            description=f"round {round_index}/{self.rounds} · clients {done}/{total}")
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.quiet:
+            self.bar.stop()
+
+
+@app.command()
+@friendly
+def estimate(config: Optional[Path] = typer.Argument(None, help="optional experiment TOML to start from"),
+             model: Optional[str] = typer.Option(None, "--model", "-m", help="catalog model or params=N"),
+             profile: list[str] = typer.Option([], "--profile", "-p", help="link profile(s) to compare"),
+             fabric: list[str] = typer.Option([], "--fabric", "-f", help="data-center fabric(s)"),
+             ranks: Optional[int] = typer.Option(None, "--ranks", "-r", help="AllReduce ranks (GPUs)"),
+             clients_per_round: Optional[int] = typer.Option(None, "--clients", help="clients per round"),
+             secagg: Optional[str] = typer.Option(None, "--secagg", help="off | stock | packed"),
+             codec: Optional[str] = typer.Option(None, "--codec", help="none | fp16 | int8 | topk"),
+             set_: list[str] = SetOpt,
+             json_out: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """Analytic answer, instantly: round time per uplink profile beside AllReduce on data-center fabrics."""
+    from fedbw.compare import estimate_report
+
+    report = estimate_report(config, model=model, profiles=profile, fabrics=fabric, ranks=ranks,
+                             clients_per_round=clients_per_round, secagg=secagg, codec=codec, overrides=set_)
+    if json_out:
+        out.print_json(json.dumps(report.to_json()))
+        return
+    from fedbw.report import render_estimate
+
+    render_estimate(out, report)
+
+
+@app.command()
+@friendly
+def sweep(config: Path = typer.Argument(..., help="experiment TOML"),
+          param: str = typer.Option(..., "--param", help="config key to vary, e.g. network.overrides... or "
+                                    "clients.per_round, compression.codec, up_mbps"),
+          values: Optional[str] = typer.Option(None, "--values", help="comma-separated values"),
+          range_: Optional[str] = typer.Option(None, "--range", help="start:stop:count (inclusive, evenly spaced)"),
+          set_: list[str] = SetOpt,
+          json_out: bool = typer.Option(False, "--json")) -> None:
+    """Vary one parameter with the analytic engine and tabulate round time and comm share."""
+    from fedbw.compare import run_sweep, sweep_values
+    from fedbw.report import render_sweep
+
+    points = sweep_values(values, range_)
+    rows = run_sweep(config, param, points, set_)
+    if json_out:
+        out.print_json(json.dumps([asdict(r) for r in rows]))
+        return
+    render_sweep(out, param, rows)
+
+
+@app.command()
+@friendly
+def profiles() -> None:
+    """Link profiles, data-center fabrics and client device profiles."""
+    from fedbw.report import render_catalogs
+
+    render_catalogs(out)
+
+
+@app.command()
+@friendly
+def models() -> None:
+    """Models by name with their parameter counts and per-sample FLOPs."""
+    from fedbw.report import render_models
+
+    render_models(out)
+
+
+@app.command()
+@friendly
+def report(run_dir: Path = typer.Argument(..., help="a run directory (or its records.jsonl)")) -> None:
+    """Print the tables of a finished (or interrupted) run."""
+    from fedbw.report import render_records
+
+    render_records(out, run_dir)
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Experiment configs: pydantic models, TOML loading, ``--set`` overrides.
+
+Every mistake a person can make in a config ends here as one :class:`ConfigError` that names the
+key and says what to change; nothing downstream re-validates. Defaults are the quickstart: a small
+CNN on scikit-learn's digits, 10 clients on 30 Mbps home uplinks, three rounds.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from fedbw.errors import CatalogError, ConfigError
+
+Engine = Literal["estimate", "simulate", "emulate"]
+DPMode = Literal["central-server-fixed", "central-server-adaptive", "central-client-fixed",
+                 "central-client-adaptive", "local"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(_Section):
+    name: str = Field("small-cnn", description="catalog model (`fedbw models`) or params=N (estimate only)")
+
+
+class DataConfig(_Section):
+    dataset: Literal["auto", "digits", "synthetic"] = "auto"
+    partition: Literal["iid", "dirichlet"] = "iid"
+    dirichlet_alpha: float = Field(0.5, gt=0)
+    samples_per_client: int | None = Field(None, ge=1, description="default: digits split evenly; synthetic 64")
+    test_fraction: float = Field(0.2, gt=0, lt=1)
+
+
+class ClientsConfig(_Section):
+    total: int = Field(10, ge=1)
+    per_round: int = Field(5, ge=1)
+    compute: Literal["real", "synthetic"] = "real"
+    device_profile: str = "laptop-cpu"
+
+
+class TrainingConfig(_Section):
+    rounds: int = Field(3, ge=1)
+    local_epochs: int = Field(1, ge=1)
+    local_steps: int | None = Field(None, ge=1, description="if set, overrides local_epochs")
+    batch_size: int = Field(32, ge=1)
+    learning_rate: float = Field(0.05, gt=0)
+
+
+class LinkShare(_Section):
+    profile: str
+    share: float = Field(1.0, gt=0)
+
+
+class LinkOverride(_Section):
+    client: int = Field(ge=0)
+    profile: str | None = None
+    up_mbps: float | None = Field(None, gt=0)
+    down_mbps: float | None = Field(None, gt=0)
+    rtt_ms: float | None = Field(None, ge=0)
+    jitter_ms: float | None = Field(None, ge=0)
+
+
+class NetworkConfig(_Section):
+    profile: str | None = Field(None, description="shorthand for mix = [{profile = ..., share = 1}]")
+    mix: list[LinkShare] = Field(default_factory=list)
+    overrides: list[LinkOverride] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "NetworkConfig":
+        if self.profile is not None and self.mix:
+            raise ValueError("set either network.profile or network.mix, not both")
+        if self.profile is None and not self.mix:
+            self.mix = [LinkShare(profile="home-30", share=1.0)]
+        elif self.profile is not None:
+            self.mix, self.profile = [LinkShare(profile=self.profile, share=1.0)], None
+        return self
+
+
+class SecAggConfig(_Section):
+    enabled: bool = False
+    mode: Literal["stock", "packed"] = "stock"
+    num_shares: int = Field(3, ge=3, description="neighbours each client shares keys with, itself included")
+    reconstruction_threshold: int = Field(2, ge=2)
+    max_weight: float = Field(1000.0, gt=0)
+    clipping_range: float = Field(8.0, gt=0)
+    quantization_range: int = Field(2**22, gt=0)
+    modulus_range: int = Field(2**32, gt=0)
+    timeout_s: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "SecAggConfig":
+        if self.reconstruction_threshold >= self.num_shares:
+            raise ValueError(
+                f"reconstruction_threshold ({self.reconstruction_threshold}) must be less than num_shares "
+                f"({self.num_shares}); lower the threshold or raise num_shares")
+        if self.modulus_range & (self.modulus_range - 1):
+            raise ValueError(f"modulus_range must be a power of two, got {self.modulus_range}")
+        if self.modulus_range <= self.quantization_range:
+            raise ValueError("modulus_range must be greater than quantization_range")
+        return self
+
+
+class DPConfig(_Section):
+    enabled: bool = False
+    mode: DPMode = "central-server-fixed"
+    noise_multiplier: float = Field(1.0, ge=0)
+    clipping_norm: float = Field(1.0, gt=0)
+    target_delta: float = Field(1e-5, gt=0, lt=1)
+    max_epsilon: float | None = Field(None, gt=0, description="stop the run before ε would exceed this")
+    local_epsilon: float = Field(1.0, gt=0, description="per-release ε of LocalDpMod (mode = local)")
+    local_delta: float = Field(1e-6, gt=0, lt=1)
+
+
+class PrivacyConfig(_Section):
+    secagg: SecAggConfig = Field(default_factory=SecAggConfig)
+    dp: DPConfig = Field(default_factory=DPConfig)
+
+
+class CompressionConfig(_Section):
+    codec: Literal["none", "fp16", "int8", "topk"] = "none"
+    topk_fraction: float = Field(0.01, gt=0, le=1)
+    error_feedback: bool = True
+
+
+class DataCenterConfig(_Section):
+    fabrics: list[str] = Field(default_factory=lambda: ["nvlink4", "ib-ndr400", "roce-100g", "eth-10g"])
+    ranks: int = Field(8, ge=2)
+
+
+class ExperimentConfig(_Section):
+    name: str = "experiment"
+    engine: Engine = "simulate"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    seed: int = 0
+    output_dir: str = "runs"
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    clients: ClientsConfig = Field(default_factory=ClientsConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
+    compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    datacenter: DataCenterConfig = Field(default_factory=DataCenterConfig)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "ExperimentConfig":
+        c = self.clients
+        if c.per_round > c.total:
+            raise ValueError(f"clients.per_round ({c.per_round}) cannot exceed clients.total ({c.total})")
+        for o in self.network.overrides:
+            if o.client >= c.total:
+                raise ValueError(f"network.overrides names client {o.client}, but clients are 0..{c.total - 1}")
+        sa = self.privacy.secagg
+        if sa.enabled:
+            if sa.num_shares > c.per_round:
+                raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) cannot exceed clients.per_round "
+                                 f"({c.per_round})")
+            if self.compression.codec != "none":
+                raise ValueError("compression codecs do not compose with SecAgg+: masked values are uniform "
+                                 "integers; set compression.codec = \"none\" or disable privacy.secagg")
+        dp = self.privacy.dp
+        if dp.enabled and sa.enabled and dp.mode in ("central-server-fixed", "central-server-adaptive"):
+            raise ValueError("server-side DP clips individual updates, which SecAgg+ hides from the server; "
+                             "use privacy.dp.mode = \"central-client-fixed\" (or -adaptive, or local) with SecAgg+")
+        if dp.enabled and self.compression.codec == "topk":
+            raise ValueError("top-k sparsification does not compose with DP noise (noise makes updates dense); "
+                             "use codec fp16/int8 or disable DP")
+        return self
+
+
+# ----------------------------------------------------------------------------------------- loading
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read, override and validate one experiment config."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {str(path)!r} not found; check the path (ready configs are in experiments/).")
+    if path.is_dir():
+        raise ConfigError(f"{str(path)!r} is a directory; pass a .toml config file.")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the syntax at that line.") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file; pass a TOML config.") from None
+    return config_from_dict(data, overrides or [], source=str(path))
+
+
+def config_from_dict(data: dict[str, Any], overrides: list[str] | None = None,
+                     source: str = "config") -> ExperimentConfig:
+    data = dict(data)
+    for item in overrides or []:
+        apply_override(data, item)
+    try:
+        cfg = ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, source)) from None
+    check_catalog_names(cfg, source)
+    return cfg
+
+
+def apply_override(data: dict[str, Any], item: str) -> None:
+    """Apply ``dotted.key=value``; the value is read as TOML (numbers, booleans, strings, lists)."""
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: write key=value, e.g. --set clients.total=20")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set {item!r}: the key is empty; write e.g. --set training.rounds=5")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw  # a bare word: treat as a string (profile names, engines)
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {item!r}: {part!r} is a value, not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    lines = [f"{source}: {exc.error_count()} problem(s):"]
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key; remove it or check its spelling (docs/config.md lists every key)"
+        elif "input" in err and err["type"] not in ("missing",) and not isinstance(err["input"], dict):
+            msg = f"{msg} (got {err['input']!r})"
+        lines.append(f"  {loc or '(top level)'}: {msg}")
+    return "\n".join(lines)
+
+
+def check_catalog_names(cfg: ExperimentConfig, source: str) -> None:
+    """Resolve every catalog name now, so a typo fails before a run starts."""
+    from fedbw import catalog
+
+    checks: list[tuple[str, Any]] = [
+        ("model.name", lambda: catalog.get_model(cfg.model.name)),
+        ("clients.device_profile", lambda: catalog.get_device_profile(cfg.clients.device_profile)),
+    ]
+    checks += [(f"network.mix[{i}].profile", (lambda p=m.profile: catalog.get_link_profile(p)))
+               for i, m in enumerate(cfg.network.mix)]
+    checks += [(f"network.overrides[{i}].profile", (lambda p=o.profile: catalog.get_link_profile(p)))
+               for i, o in enumerate(cfg.network.overrides) if o.profile]
+    checks += [(f"datacenter.fabrics[{i}]", (lambda f=f: catalog.get_fabric(f)))
+               for i, f in enumerate(cfg.datacenter.fabrics)]
+    for key, check in checks:
+        try:
+            check()
+        except CatalogError as exc:
+            raise ConfigError(f"{source}: {key}: {exc}") from None
+    spec = catalog.get_model(cfg.model.name)
+    if cfg.engine != "estimate" and cfg.clients.compute == "real" and not spec.trainable_here:
+        raise ConfigError(f"{source}: model.name: {cfg.model.name!r} has no module fedbw can train; "
+                          f"use engine = \"estimate\" or clients.compute = \"synthetic\".")
+    if not math.isfinite(cfg.training.learning_rate):
+        raise ConfigError(f"{source}: training.learning_rate must be finite")
+
+
+def config_to_dict(cfg: ExperimentConfig) -> dict[str, Any]:
+    """Plain data, as written into every run directory (resolved_config.json)."""
+    return cfg.model_dump(mode="json")

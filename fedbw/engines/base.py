@@ -1,0 +1,46 @@
+"""What every engine hands back, and how records are built from a timeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from fedbw.netmodel.timeline import RoundTimeline
+from fedbw.plan import Plan
+from fedbw.results.records import ClientRoundRecord, RoundRecord, StageRecord
+
+
+class Progress(Protocol):
+    def __call__(self, round_index: int, clients_done: int, clients_total: int) -> None: ...
+
+
+@dataclass
+class RunResult:
+    run_dir: Path | None
+    clients: list[ClientRoundRecord] = field(default_factory=list)
+    rounds: list[RoundRecord] = field(default_factory=list)
+    stopped_early: str | None = None  #: why the run ended before its last round, if it did
+
+
+def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int, timeline: RoundTimeline,
+                          **round_fields: object) -> tuple[list[ClientRoundRecord], RoundRecord]:
+    """Client and round records for one round laid out by the network model."""
+    by_client: dict[int, list[StageRecord]] = {}
+    for t in timeline.timings:
+        by_client.setdefault(t.client_id, []).append(
+            StageRecord(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s))
+    clients = [ClientRoundRecord(run_id, engine, round_index, cid, plan.clients[cid].profile, stages)
+               for cid, stages in by_client.items()]
+    rnd = RoundRecord(
+        run_id=run_id, engine=engine, round=round_index, num_clients=len(clients),
+        round_time_s=timeline.round_time_s, comm_time_s=timeline.comm_time_s,
+        compute_time_s=timeline.compute_time_s, framework_time_s=0.0,
+        stage_times_s={s: timeline.stage_time_s(s) for s in timeline.stages},
+        bytes_down_total=sum(c.bytes_down for c in clients), bytes_up_total=sum(c.bytes_up for c in clients),
+        **round_fields,  # type: ignore[arg-type]
+    )
+    return clients, rnd
+
+
+NoProgress: Callable[[int, int, int], None] = lambda r, d, t: None

@@ -1,0 +1,106 @@
+"""The analytic engine: the network model applied to the plan, instantly and at any scale.
+
+It also answers the comparison questions directly — the same model on other uplink profiles and on
+data-center fabrics — because those need no run at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedbw import catalog
+from fedbw.engines.base import NoProgress, Progress, RunResult, records_from_timeline
+from fedbw.netmodel import best_allreduce, round_timeline
+from fedbw.netmodel.timeline import RoundTimeline
+from fedbw.plan import Plan
+from fedbw.results.records import RecordWriter
+
+
+def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = None,
+                   link_of=None) -> RoundTimeline:
+    """The timeline of one round; ``link_of(cid)`` may replace each client's link (profile sweeps)."""
+    ids = plan.sampled_clients(round_index) if client_ids is None else client_ids
+    rows = [(cid, (link_of(cid) if link_of else plan.clients[cid].link), plan.clients[cid].est_compute_s)
+            for cid in ids]
+    exchanges = plan.predicted_exchanges(round_index)
+    return round_timeline(rows, lambda cid: exchanges)
+
+
+def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
+                 progress: Progress = NoProgress) -> RunResult:
+    result = RunResult(run_dir=writer.path.parent if writer else None)
+    for r in range(1, plan.rounds + 1):
+        timeline = estimate_round(plan, r)
+        clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline)
+        result.clients += clients
+        result.rounds.append(rnd)
+        if writer:
+            writer.write([*clients, rnd])
+        progress(r, len(clients), len(clients))
+    return result
+
+
+@dataclass(frozen=True)
+class ProfileEstimate:
+    """One steady-state round with every sampled client on ``profile``."""
+
+    profile: str
+    up_mbps: float
+    down_mbps: float
+    bytes_up_per_client: float
+    bytes_down_per_client: float
+    t_down_s: float
+    t_compute_s: float
+    t_up_s: float
+    round_time_s: float
+    comm_fraction: float
+    bandwidth_bound: bool
+
+
+@dataclass(frozen=True)
+class FabricEstimate:
+    fabric: str
+    description: str
+    ranks: int
+    size_bytes: float
+    algorithm: str
+    time_s: float
+    algbw_gbps: float
+    busbw_gbps: float
+
+
+def steady_round(plan: Plan) -> int:
+    """Round 2 when there is one: stock SecAgg+ only shows its float64 downloads from then on."""
+    return min(2, plan.rounds)
+
+
+def estimate_profiles(plan: Plan, profiles: list[str]) -> list[ProfileEstimate]:
+    from fedbw.catalog.links import TCP_ETHERNET_EFFICIENCY
+    from fedbw.netmodel import ClientLink
+
+    out = []
+    r = steady_round(plan)
+    ids = plan.sampled_clients(r)
+    for name in profiles:
+        p = catalog.get_link_profile(name)
+        link = ClientLink(p.up_mbps * TCP_ETHERNET_EFFICIENCY, p.down_mbps * TCP_ETHERNET_EFFICIENCY, p.rtt_ms / 1e3)
+        tl = estimate_round(plan, r, ids, link_of=lambda cid: link)
+        first = tl.client_rows(ids[0])
+        out.append(ProfileEstimate(
+            profile=name, up_mbps=p.up_mbps, down_mbps=p.down_mbps,
+            bytes_up_per_client=sum(t.bytes_up for t in first), bytes_down_per_client=sum(t.bytes_down for t in first),
+            t_down_s=sum(t.t_down_s for t in first), t_compute_s=sum(t.t_compute_s for t in first),
+            t_up_s=sum(t.t_up_s for t in first), round_time_s=tl.round_time_s,
+            comm_fraction=tl.comm_fraction, bandwidth_bound=tl.bandwidth_bound))
+    return out
+
+
+def estimate_fabrics(params: int, fabrics: list[str], ranks: int, bytes_per_value: int = 4) -> list[FabricEstimate]:
+    """One AllReduce of the full gradient (``bytes_per_value`` per parameter) on each fabric."""
+    out = []
+    size = params * bytes_per_value
+    for name in fabrics:
+        f = catalog.get_fabric(name)
+        e = best_allreduce(size, ranks, f.busbw_gbps, f.alpha_us * 1e-6)
+        out.append(FabricEstimate(name, f.description, ranks, size, e.algorithm, e.time_s, e.algbw_gbps, e.busbw_gbps))
+    return out

@@ -1,0 +1,34 @@
+"""Time to move one message over one link direction."""
+
+from __future__ import annotations
+
+import math
+
+
+def serialization_time_s(num_bytes: float, payload_mbps: float) -> float:
+    """Seconds to push ``num_bytes`` of TCP payload through ``payload_mbps`` (10^6 bit/s).
+
+    A rate of zero means the link is down: the transfer never finishes (``inf``).
+    """
+    if num_bytes < 0:
+        raise ValueError(f"num_bytes must be ≥ 0, got {num_bytes}")
+    if payload_mbps < 0:
+        raise ValueError(f"payload_mbps must be ≥ 0, got {payload_mbps}")
+    if num_bytes == 0:
+        return 0.0
+    if payload_mbps == 0:
+        return math.inf
+    return num_bytes * 8.0 / (payload_mbps * 1e6)
+
+
+def transfer_time_s(num_bytes: float, payload_mbps: float, one_way_latency_s: float = 0.0,
+                    extra_round_trips: float = 0.0, rtt_s: float = 0.0) -> float:
+    """One-way message time: propagation + serialization + any handshake round trips.
+
+    Assumes a warm TCP connection whose window covers the bandwidth-delay product (true for the
+    30–1000 Mbps, ≤ 100 ms links fedbw models: BDP ≤ 12.5 MB, well inside Linux autotuning), so
+    slow start is not modelled; ``extra_round_trips`` charges connection set-up where it applies.
+    """
+    if one_way_latency_s < 0 or rtt_s < 0 or extra_round_trips < 0:
+        raise ValueError("latencies and round trips must be ≥ 0")
+    return one_way_latency_s + extra_round_trips * rtt_s + serialization_time_s(num_bytes, payload_mbps)

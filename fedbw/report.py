@@ -1,0 +1,97 @@
+"""Terminal rendering of results: what a person reads after each command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from rich.console import Console
+
+from fedbw.results import tables
+from fedbw.results.records import load_records
+
+if TYPE_CHECKING:
+    from fedbw.compare import EstimateReport, SweepPoint
+    from fedbw.config import ExperimentConfig
+    from fedbw.engines.base import RunResult
+
+
+def render_estimate(console: Console, rep: "EstimateReport") -> None:
+    cfg = rep.config
+    head = (f"[bold]{rep.model}[/] · {rep.params:,} params ({tables.fmt_bytes(4 * rep.params)} float32) · "
+            f"{rep.clients_per_round} clients/round · SecAgg+ {rep.secagg_label} · codec {cfg.compression.codec} · "
+            f"device {cfg.clients.device_profile}")
+    console.print(head)
+    console.print(tables.profile_table(rep.profiles, f"Federated round (round {rep.round_index}) per uplink profile"))
+    slowest = max((p.round_time_s for p in rep.profiles), default=None)
+    console.print(tables.fabric_table(rep.fabrics, slowest,
+                                      f"Data center: one AllReduce of the float32 gradient at {cfg.datacenter.ranks} ranks"))
+    if rep.profiles and rep.fabrics:
+        p = max(rep.profiles, key=lambda x: x.round_time_s)
+        f = min(rep.fabrics, key=lambda x: x.time_s)
+        console.print(f"Slowest home round ({p.profile}: {tables.fmt_s(p.round_time_s)}, "
+                      f"{100 * p.comm_fraction:.0f} % communication) vs AllReduce on {f.fabric} "
+                      f"({tables.fmt_s(f.time_s)}): [bold]{p.round_time_s / f.time_s:,.0f}×[/]")
+
+
+def render_sweep(console: Console, param: str, rows: Sequence["SweepPoint"]) -> None:
+    t = tables.catalog_table(f"Sweep of {param} (analytic, steady-state round)",
+                             [param, "round", "comm time", "comm", "up/client", "down/client"], [])
+    for r in rows:
+        value = f"{r.value:.4g}" if isinstance(r.value, float) else str(r.value)
+        t.add_row(value, tables.fmt_s(r.round_time_s), tables.fmt_s(r.comm_time_s),
+                  tables.fmt_frac(r.comm_fraction, r.bandwidth_bound), tables.fmt_bytes(r.bytes_up_per_client),
+                  tables.fmt_bytes(r.bytes_down_per_client))
+    console.print(t)
+
+
+def render_run(console: Console, cfg: "ExperimentConfig", result: "RunResult") -> None:
+    console.print(f"[bold]{cfg.name}[/] · engine {cfg.engine} · model {cfg.model.name} · "
+                  f"{cfg.clients.per_round}/{cfg.clients.total} clients per round")
+    _render(console, result.clients, result.rounds, cfg.engine)
+    if result.stopped_early:
+        console.print(f"[yellow]stopped early:[/] {result.stopped_early}")
+    console.print(f"records: {result.run_dir}/records.jsonl")
+
+
+def render_records(console: Console, run_dir: Path) -> None:
+    clients, rounds = load_records(run_dir)
+    engine = rounds[0].engine if rounds else "?"
+    _render(console, clients, rounds, engine)
+
+
+def _render(console: Console, clients, rounds, engine: str) -> None:
+    clock = "wall clock" if engine == "emulate" else "network clock"
+    console.print(tables.rounds_table(rounds, f"Rounds ({clock})"))
+    console.print(tables.by_profile_table(clients, "Per client and round, by link profile (means)"))
+
+
+def render_catalogs(console: Console) -> None:
+    from fedbw.catalog import DEVICE_PROFILES, FABRICS, LINK_PROFILES
+
+    console.print(tables.catalog_table(
+        "Link profiles (line rates; TCP payload ≈ 95.6 % of them)",
+        ["name", "up Mbps", "down Mbps", "RTT ms", "jitter ms", "description"],
+        [[p.name, f"{p.up_mbps:g}", f"{p.down_mbps:g}", f"{p.rtt_ms:g}", f"{p.jitter_ms:g}", p.description]
+         for p in LINK_PROFILES.values()]))
+    console.print(tables.catalog_table(
+        "Data-center fabrics (AllReduce bus bandwidth as nccl-tests reports it)",
+        ["name", "line GB/s", "busbw GB/s", "α µs", "scope", "description"],
+        [[f.name, f"{f.line_rate_gbps:g}", f"{f.busbw_gbps:g}", f"{f.alpha_us:g}", f.scope, f.description]
+         for f in FABRICS.values()]))
+    console.print(tables.catalog_table(
+        "Client device profiles (sustained training throughput)",
+        ["name", "TFLOP/s", "description"],
+        [[d.name, f"{d.effective_tflops:g}", d.description] for d in DEVICE_PROFILES.values()]))
+    console.print("Sources for every figure: docs/catalog.md")
+
+
+def render_models(console: Console) -> None:
+    from fedbw.catalog import MODELS
+
+    console.print(tables.catalog_table(
+        "Models", ["name", "params", "float32", "fwd GFLOP/sample", "input", "trainable here", "description"],
+        [[m.name, f"{m.params:,}", tables.fmt_bytes(m.float32_bytes), f"{m.forward_flops / 1e9:.4g}",
+          "×".join(map(str, m.input_shape)), "yes" if m.trainable_here else "estimate/synthetic", m.description]
+         for m in MODELS.values()]))
+    console.print("Any size: --model params=N (e.g. params=7B); FLOPs then ≈ 2 per parameter per sample.")

@@ -1,0 +1,51 @@
+"""Run directories: every run leaves its resolved config, its environment and its records."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from fedbw.config import ExperimentConfig, config_to_dict
+
+
+def new_run_dir(cfg: ExperimentConfig, engine: str) -> Path:
+    """A fresh directory ``<output_dir>/<name>-<engine>-<UTC stamp>`` (suffixed if it exists)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    base = Path(cfg.output_dir) / f"{cfg.name}-{engine}-{stamp}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    path.mkdir(parents=True)
+    return path
+
+
+def environment(device: str | None = None) -> dict[str, Any]:
+    """Versions and hardware a result depends on."""
+    versions = {}
+    for pkg in ("fedbw", "flwr", "torch", "numpy", "cryptography", "ray", "dp-accounting"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    import os
+
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "device": device,
+        "packages": versions,
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def write_run_metadata(run_dir: Path, cfg: ExperimentConfig, device: str | None = None) -> None:
+    (run_dir / "resolved_config.json").write_text(json.dumps(config_to_dict(cfg), indent=2) + "\n")
+    (run_dir / "environment.json").write_text(json.dumps(environment(device), indent=2) + "\n")
