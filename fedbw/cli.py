@@ -161,6 +161,34 @@ def sweep(config: Path = typer.Argument(..., help="experiment TOML"),
 
 @app.command()
 @friendly
+def allreduce(model: Optional[str] = typer.Option(None, "--model", "-m", help="size from a model's gradient"),
+              dtype_bytes: int = typer.Option(4, "--dtype-bytes", help="bytes per value with --model (2 = fp16)"),
+              sizes: str = typer.Option("8:128M:4", "--sizes", help="one size or begin:end:factor (K/M/G = 2^10..)"),
+              fabric: str = typer.Option("ib-ndr400", "--fabric", "-f", help="fabric (between nodes with --node-fabric)"),
+              ranks: str = typer.Option("8", "--ranks", "-r", help="8, 2,4,8 or 2:1024"),
+              algorithm: str = typer.Option("best", "--algorithm", help="best | ring | recursive-doubling | rabenseifner"),
+              node_fabric: Optional[str] = typer.Option(None, "--node-fabric", help="intra-node fabric, e.g. nvlink4"),
+              gpus_per_node: int = typer.Option(8, "--gpus-per-node"),
+              json_out: bool = typer.Option(False, "--json")) -> None:
+    """AllReduce in the α-β model, printed like nccl-tests (size, time, algbw, busbw)."""
+    from fedbw.compare import allreduce_rows, parse_ranks, parse_sizes
+    from fedbw.report import render_allreduce
+
+    if model:
+        from fedbw.catalog import get_model
+
+        size_list = [get_model(model).params * dtype_bytes]
+    else:
+        size_list = parse_sizes(sizes)
+    rows = allreduce_rows(size_list, parse_ranks(ranks), fabric, algorithm, node_fabric, gpus_per_node)
+    if json_out:
+        out.print_json(json.dumps([asdict(r) for r in rows]))
+        return
+    render_allreduce(out, rows)
+
+
+@app.command()
+@friendly
 def profiles() -> None:
     """Link profiles, data-center fabrics and client device profiles."""
     from fedbw.report import render_catalogs

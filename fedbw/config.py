@@ -71,15 +71,21 @@ class NetworkConfig(_Section):
     mix: list[LinkShare] = Field(default_factory=list)
     overrides: list[LinkOverride] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _one_source(self) -> "NetworkConfig":
-        if self.profile is not None and self.mix:
+    @model_validator(mode="before")
+    @classmethod
+    def _one_source(cls, data: Any) -> Any:
+        """``profile = "x"`` is shorthand for a one-entry mix; no mix at all means home-30."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        profile, mix = data.get("profile"), data.get("mix")
+        if profile is not None and mix:
             raise ValueError("set either network.profile or network.mix, not both")
-        if self.profile is None and not self.mix:
-            self.mix = [LinkShare(profile="home-30", share=1.0)]
-        elif self.profile is not None:
-            self.mix, self.profile = [LinkShare(profile=self.profile, share=1.0)], None
-        return self
+        if profile is not None:
+            data["mix"], data["profile"] = [{"profile": profile, "share": 1.0}], None
+        elif not mix:
+            data["mix"] = [{"profile": "home-30", "share": 1.0}]
+        return data
 
 
 class SecAggConfig(_Section):
@@ -115,6 +121,10 @@ class DPConfig(_Section):
     max_epsilon: float | None = Field(None, gt=0, description="stop the run before ε would exceed this")
     local_epsilon: float = Field(1.0, gt=0, description="per-release ε of LocalDpMod (mode = local)")
     local_delta: float = Field(1e-6, gt=0, lt=1)
+    local_accounting: Literal["rdp", "basic", "advanced"] = Field(
+        "rdp", description="how local-DP releases compose: RDP of LocalDpMod's Gaussian, basic or advanced")
+    target_clipped_quantile: float = Field(0.5, ge=0, le=1, description="adaptive clipping: target quantile")
+    clip_norm_lr: float = Field(0.2, gt=0, description="adaptive clipping: learning rate of the clipping norm")
 
 
 class PrivacyConfig(_Section):
@@ -131,6 +141,7 @@ class CompressionConfig(_Section):
 class DataCenterConfig(_Section):
     fabrics: list[str] = Field(default_factory=lambda: ["nvlink4", "ib-ndr400", "roce-100g", "eth-10g"])
     ranks: int = Field(8, ge=2)
+    grad_bytes_per_value: Literal[1, 2, 4, 8] = Field(4, description="AllReduce dtype: 4 fp32, 2 fp16/bf16")
 
 
 class ExperimentConfig(_Section):
@@ -164,6 +175,11 @@ class ExperimentConfig(_Section):
             if self.compression.codec != "none":
                 raise ValueError("compression codecs do not compose with SecAgg+: masked values are uniform "
                                  "integers; set compression.codec = \"none\" or disable privacy.secagg")
+            if c.per_round * sa.quantization_range >= sa.modulus_range:
+                raise ValueError(f"SecAgg+ would overflow: the sum of clients.per_round ({c.per_round}) quantized "
+                                 f"values, each up to privacy.secagg.quantization_range ({sa.quantization_range}), "
+                                 f"must stay below privacy.secagg.modulus_range ({sa.modulus_range}); lower "
+                                 f"quantization_range or clients.per_round, or raise modulus_range")
         dp = self.privacy.dp
         if dp.enabled and sa.enabled and dp.mode in ("central-server-fixed", "central-server-adaptive"):
             raise ValueError("server-side DP clips individual updates, which SecAgg+ hides from the server; "
@@ -171,6 +187,18 @@ class ExperimentConfig(_Section):
         if dp.enabled and self.compression.codec == "topk":
             raise ValueError("top-k sparsification does not compose with DP noise (noise makes updates dense); "
                              "use codec fp16/int8 or disable DP")
+        if dp.enabled and dp.mode != "local" and dp.noise_multiplier <= 0:
+            raise ValueError("privacy.dp.noise_multiplier must be > 0 with central DP (0 adds no noise, so no finite "
+                             "ε); raise it or set privacy.dp.enabled = false")
+        if dp.enabled and dp.mode.endswith("-adaptive") and dp.noise_multiplier >= c.per_round / 10:
+            raise ValueError(f"privacy.dp.noise_multiplier ({dp.noise_multiplier}) must be below clients.per_round/10 "
+                             f"({c.per_round / 10:g}) with adaptive clipping (Flower splits the noise with a clipped-"
+                             f"count query of std per_round/20); lower noise_multiplier, raise clients.per_round or "
+                             f"use a -fixed mode")
+        if dp.enabled and dp.mode == "local" and dp.local_accounting != "rdp" and dp.local_epsilon >= 1:
+            raise ValueError(f"privacy.dp.local_accounting = \"{dp.local_accounting}\" composes LocalDpMod's per-release "
+                             f"(ε, δ) guarantee, which its Gaussian calibration only keeps for ε < 1 (local_epsilon = "
+                             f"{dp.local_epsilon}); use local_accounting = \"rdp\" or local_epsilon < 1")
         return self
 
 
@@ -235,7 +263,7 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key; remove it or check its spelling (docs/config.md lists every key)"
-        elif "input" in err and err["type"] not in ("missing",) and not isinstance(err["input"], dict):
+        elif isinstance(err.get("input"), (str, int, float, bool)) and err["type"] != "missing":
             msg = f"{msg} (got {err['input']!r})"
         lines.append(f"  {loc or '(top level)'}: {msg}")
     return "\n".join(lines)

@@ -25,7 +25,8 @@ def render_estimate(console: Console, rep: "EstimateReport") -> None:
     console.print(tables.profile_table(rep.profiles, f"Federated round (round {rep.round_index}) per uplink profile"))
     slowest = max((p.round_time_s for p in rep.profiles), default=None)
     console.print(tables.fabric_table(rep.fabrics, slowest,
-                                      f"Data center: one AllReduce of the float32 gradient at {cfg.datacenter.ranks} ranks"))
+                                      f"Data center: one AllReduce of the {_dtype(cfg.datacenter.grad_bytes_per_value)} gradient "
+                                      f"at {cfg.datacenter.ranks} ranks"))
     if rep.profiles and rep.fabrics:
         p = max(rep.profiles, key=lambda x: x.round_time_s)
         f = min(rep.fabrics, key=lambda x: x.time_s)
@@ -42,6 +43,16 @@ def render_sweep(console: Console, param: str, rows: Sequence["SweepPoint"]) -> 
         t.add_row(value, tables.fmt_s(r.round_time_s), tables.fmt_s(r.comm_time_s),
                   tables.fmt_frac(r.comm_fraction, r.bandwidth_bound), tables.fmt_bytes(r.bytes_up_per_client),
                   tables.fmt_bytes(r.bytes_down_per_client))
+    console.print(t)
+
+
+def render_allreduce(console: Console, rows: Sequence) -> None:
+    t = tables.new_table("AllReduce, α-β model (nccl-tests columns; GB = 10^9 B)",
+                         ["size (B)", "ranks", "fabric", "algorithm", "time (us)", "algbw (GB/s)", "busbw (GB/s)"],
+                         left=("fabric", "algorithm"))
+    for r in rows:
+        t.add_row(f"{r.size_bytes:,.0f}", str(r.ranks), r.fabric, r.algorithm, f"{r.time_s * 1e6:,.1f}",
+                  f"{r.algbw_gbps:.2f}", f"{r.busbw_gbps:.2f}")
     console.print(t)
 
 
@@ -95,3 +106,7 @@ def render_models(console: Console) -> None:
           "×".join(map(str, m.input_shape)), "yes" if m.trainable_here else "estimate/synthetic", m.description]
          for m in MODELS.values()]))
     console.print("Any size: --model params=N (e.g. params=7B); FLOPs then ≈ 2 per parameter per sample.")
+
+
+def _dtype(nbytes: int) -> str:
+    return {1: "int8", 2: "fp16", 4: "float32", 8: "float64"}[nbytes]

@@ -154,13 +154,10 @@ class RecordWriter:
         self.close()
 
 
-_DERIVED = {"bytes_down", "bytes_up", "t_down_s", "t_up_s", "t_compute_s", "t_framework_s", "t_total_s",
-            "comm_fraction", "bandwidth_bound"}
-
-
 def _from(cls: type, d: dict[str, Any]) -> Any:
+    """Rebuild a record from its JSON, ignoring derived (property) fields and unknown keys."""
     names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in d.items() if k in names and k not in _DERIVED})
+    return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def load_records(path: str | Path) -> tuple[list[ClientRoundRecord], list[RoundRecord]]:

@@ -1,0 +1,65 @@
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from fedbw.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def test_estimate_table():
+    res = runner.invoke(app, ["estimate", "--model", "resnet50", "--profile", "home-30", "--fabric", "ib-ndr400",
+                              "--ranks", "8"])
+    assert res.exit_code == 0, res.output
+    assert "home-30" in res.output and "ib-ndr400" in res.output and "bandwidth-bound" in res.output
+
+
+def test_estimate_json():
+    res = runner.invoke(app, ["estimate", "--model", "params=7B", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["params"] == 7_000_000_000
+    assert [p["profile"] for p in data["profiles"]] == ["home-30", "home-50", "home-80"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[clients]\ntotal = 2\nper_round = 3\n")
+    res = runner.invoke(app, ["validate", str(bad)])
+    assert res.exit_code == 2
+    assert "Traceback" not in res.output and "per_round" in res.output
+    res = runner.invoke(app, ["estimate", "--model", "resnet5"])
+    assert res.exit_code == 2 and "resnet50" in res.output
+    res = runner.invoke(app, ["run", str(tmp_path / "nope.toml")])
+    assert res.exit_code == 2 and "not found" in res.output
+
+
+def test_validate_and_set():
+    res = runner.invoke(app, ["validate", str(ROOT / "experiments/quickstart.toml"), "--set", "clients.total=40"])
+    assert res.exit_code == 0 and "5/40" in res.output
+
+
+def test_run_estimate_writes_run_dir(tmp_path):
+    res = runner.invoke(app, ["run", str(ROOT / "experiments/quickstart.toml"), "--engine", "estimate",
+                              "--set", f'output_dir="{tmp_path}"'])
+    assert res.exit_code == 0, res.output
+    (run_dir,) = list(tmp_path.iterdir())
+    assert {p.name for p in run_dir.iterdir()} >= {"records.jsonl", "resolved_config.json", "environment.json"}
+    res = runner.invoke(app, ["report", str(run_dir)])
+    assert res.exit_code == 0 and "home-30" in res.output
+
+
+def test_catalog_commands():
+    assert "nvlink4" in runner.invoke(app, ["profiles"]).output
+    assert "124,439,808" in runner.invoke(app, ["models"]).output
+
+
+def test_sweep_cli(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('engine = "estimate"\n')
+    res = runner.invoke(app, ["sweep", str(cfg), "--param", "up_mbps", "--range", "10:80:8"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["sweep", str(cfg), "--param", "up_mbps", "--range", "10:80"])
+    assert res.exit_code == 2 and "start:stop:count" in res.output
