@@ -214,6 +214,21 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory (or its rec
     render_records(out, run_dir)
 
 
+@app.command()
+@friendly
+def compare(run_dirs: list[Path] = typer.Argument(..., help="two or more run directories"),
+            json_out: bool = typer.Option(False, "--json")) -> None:
+    """Put runs side by side (any engines): round time, comm share, bytes, accuracy, ε, per profile."""
+    from fedbw.report import render_comparison
+    from fedbw.results.summary import summarize_run_dir
+
+    summaries = [summarize_run_dir(d) for d in run_dirs]
+    if json_out:
+        out.print_json(json.dumps([asdict(s) for s in summaries]))
+        return
+    render_comparison(out, summaries)
+
+
 def main() -> None:  # console-script entry point
     app()
 

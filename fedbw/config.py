@@ -246,6 +246,9 @@ def apply_override(data: dict[str, Any], item: str) -> None:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw  # a bare word: treat as a string (profile names, engines)
+    if key in ("network.profile", "network.mix") and isinstance(data.get("network"), dict):
+        # the two are alternatives: setting one from the command line replaces the other
+        data["network"] = {k: v for k, v in data["network"].items() if k not in ("profile", "mix")}
     node = data
     parts = key.split(".")
     for part in parts[:-1]:

@@ -69,6 +69,33 @@ def render_records(console: Console, run_dir: Path) -> None:
     clients, rounds = load_records(run_dir)
     engine = rounds[0].engine if rounds else "?"
     _render(console, clients, rounds, engine)
+    if Path(run_dir).is_dir():
+        from fedbw.results.plots import plot_run
+
+        for p in plot_run(Path(run_dir), clients, rounds, Path(run_dir).name):
+            console.print(f"plot: {p}")
+
+
+def render_comparison(console: Console, summaries: Sequence) -> None:
+    """Runs side by side: one row per run, then per-profile client time across runs."""
+    t = tables.new_table("Runs side by side", ["run", "engine", "rounds", "mean round", "comm", "up/client",
+                                               "down/client", "final acc.", "ε"], left=("engine",))
+    for s in summaries:
+        t.add_row(s.run, s.engine, str(s.rounds), tables.fmt_s(s.mean_round_time_s),
+                  f"{100 * s.mean_comm_fraction:.0f} %", tables.fmt_bytes(s.mean_bytes_up_per_client),
+                  tables.fmt_bytes(s.mean_bytes_down_per_client),
+                  "-" if s.final_accuracy is None else f"{100 * s.final_accuracy:.1f} %",
+                  "-" if s.final_epsilon is None else f"{s.final_epsilon:.3f}")
+    console.print(t)
+    profiles = sorted({p for s in summaries for p in s.per_profile_client_time_s})
+    if profiles:
+        p = tables.new_table("Mean client time per round by profile (upload in brackets)",
+                             ["profile", *[s.run for s in summaries]])
+        for name in profiles:
+            p.add_row(name, *[(f"{tables.fmt_s(s.per_profile_client_time_s[name])} "
+                               f"({tables.fmt_s(s.per_profile_up_s[name])})")
+                              if name in s.per_profile_client_time_s else "-" for s in summaries])
+        console.print(p)
 
 
 def _render(console: Console, clients, rounds, engine: str) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from fedbw.config import ExperimentConfig
 from fedbw.engines.base import NoProgress, Progress, RunResult
 from fedbw.errors import ConfigError
@@ -35,7 +32,10 @@ def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> Ru
         else:  # pragma: no cover - pydantic restricts engine
             raise ConfigError(f"unknown engine {cfg.engine!r}")
     result.run_dir = run_dir
-    summary = {"run_id": run_id, "engine": cfg.engine, "rounds_completed": len(result.rounds),
-               "stopped_early": result.stopped_early}
-    (Path(run_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    from fedbw.results.plots import plot_run
+    from fedbw.results.summary import summarize, write_summary_json
+
+    plot_run(run_dir, result.clients, result.rounds, f"{cfg.name} ({cfg.engine})")
+    write_summary_json(run_dir, summarize(run_id, result.clients, result.rounds),
+                       stopped_early=result.stopped_early)
     return result

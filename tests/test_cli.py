@@ -63,3 +63,18 @@ def test_sweep_cli(tmp_path):
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["sweep", str(cfg), "--param", "up_mbps", "--range", "10:80"])
     assert res.exit_code == 2 and "start:stop:count" in res.output
+
+
+def test_compare_and_plots(tmp_path):
+    for profile in ("home-30", "home-80"):
+        res = runner.invoke(app, ["run", str(ROOT / "experiments/quickstart.toml"), "--engine", "estimate",
+                                  "--set", f'output_dir="{tmp_path}"', "--set", f"network.profile={profile}"])
+        assert res.exit_code == 0, res.output
+    runs = sorted(tmp_path.iterdir())
+    assert all((r / "breakdown.png").stat().st_size > 1000 and (r / "rounds.png").exists() for r in runs)
+    res = runner.invoke(app, ["compare", *map(str, runs), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data[0]["mean_round_time_s"] > data[1]["mean_round_time_s"]  # 30 Mbps slower than 80
+    res = runner.invoke(app, ["compare", str(tmp_path / "missing")])
+    assert res.exit_code == 2 and "no records" in res.output

@@ -75,3 +75,9 @@ def test_load_errors(tmp_path):
         load_config(bad)
     with pytest.raises(ConfigError, match="directory"):
         load_config(tmp_path)
+
+
+def test_setting_profile_replaces_a_configured_mix():
+    base = {"network": {"mix": [{"profile": "home-30"}, {"profile": "home-80"}]}}
+    cfg = config_from_dict(base, ["network.profile=home-50"])
+    assert [m.profile for m in cfg.network.mix] == ["home-50"]

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any, Iterable
 
-from fedbw.errors import FedbwError
+from fedbw.errors import ConfigError, FedbwError
 from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
 
 SCHEMA_VERSION = 1
@@ -166,7 +166,7 @@ def load_records(path: str | Path) -> tuple[list[ClientRoundRecord], list[RoundR
     if path.is_dir():
         path = path / "records.jsonl"
     if not path.exists():
-        raise FedbwError(f"no records at {path}; pass a run directory or its records.jsonl")
+        raise ConfigError(f"no records at {path}; pass a run directory or its records.jsonl")
     clients: list[ClientRoundRecord] = []
     rounds: list[RoundRecord] = []
     lines = path.read_text(encoding="utf-8").splitlines()
