@@ -144,6 +144,43 @@ class DataCenterConfig(_Section):
     grad_bytes_per_value: Literal[1, 2, 4, 8] = Field(4, description="AllReduce dtype: 4 fp32, 2 fp16/bf16")
 
 
+class DropFault(_Section):
+    """emulate: kill this client's SuperNode as it receives ``stage`` of ``round`` (it never replies)."""
+
+    client: int = Field(ge=0)
+    round: int = Field(1, ge=1)
+    stage: Literal["fit", "setup", "share_keys", "collect_masked_vectors", "unmask"] = "fit"
+
+
+class LinkFlap(_Section):
+    """emulate: this client's link carries nothing for ``duration_s`` from ``at_s`` after the shaper starts."""
+
+    client: int = Field(ge=0)
+    at_s: float = Field(ge=0)
+    duration_s: float = Field(gt=0)
+    direction: Literal["both", "up", "down"] = "both"
+
+
+class Straggler(_Section):
+    """emulate: this client's link runs at ``link_factor`` × its rates (a congested or distant client)."""
+
+    client: int = Field(ge=0)
+    link_factor: float = Field(gt=0, le=1)
+
+
+class FaultsConfig(_Section):
+    """Faults injected by the emulate engine (estimate and simulate ignore them)."""
+
+    drops: list[DropFault] = Field(default_factory=list)
+    flaps: list[LinkFlap] = Field(default_factory=list)
+    stragglers: list[Straggler] = Field(default_factory=list)
+
+
+class EmulateConfig(_Section):
+    timeout_s: float = Field(1800.0, gt=0, description="stop the Flower run if it has not finished by then")
+    keep_logs: bool = Field(True, description="copy SuperLink/SuperNode/shaper logs into the run directory")
+
+
 class ExperimentConfig(_Section):
     name: str = "experiment"
     engine: Engine = "simulate"
@@ -158,6 +195,8 @@ class ExperimentConfig(_Section):
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     datacenter: DataCenterConfig = Field(default_factory=DataCenterConfig)
+    faults: FaultsConfig = Field(default_factory=FaultsConfig)
+    emulate: EmulateConfig = Field(default_factory=EmulateConfig)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ExperimentConfig":
@@ -167,6 +206,19 @@ class ExperimentConfig(_Section):
         for o in self.network.overrides:
             if o.client >= c.total:
                 raise ValueError(f"network.overrides names client {o.client}, but clients are 0..{c.total - 1}")
+        f = self.faults
+        for kind, items in (("drops", f.drops), ("flaps", f.flaps), ("stragglers", f.stragglers)):
+            for item in items:
+                if item.client >= c.total:
+                    raise ValueError(f"faults.{kind} names client {item.client}, but clients are 0..{c.total - 1}")
+        for d in f.drops:
+            secagg_stage = d.stage != "fit"
+            if secagg_stage != self.privacy.secagg.enabled:
+                raise ValueError(f"faults.drops: stage {d.stage!r} does not exist in this run; use "
+                                 + ('"setup", "share_keys", "collect_masked_vectors" or "unmask" (SecAgg+ is on)'
+                                    if self.privacy.secagg.enabled else '"fit" (SecAgg+ is off)'))
+            if d.round > self.training.rounds:
+                raise ValueError(f"faults.drops: round {d.round} is after the last round ({self.training.rounds})")
         sa = self.privacy.secagg
         if sa.enabled:
             if sa.num_shares > c.per_round:
@@ -175,6 +227,10 @@ class ExperimentConfig(_Section):
             if self.compression.codec != "none":
                 raise ValueError("compression codecs do not compose with SecAgg+: masked values are uniform "
                                  "integers; set compression.codec = \"none\" or disable privacy.secagg")
+            if sa.num_shares < c.per_round and sa.num_shares % 2 == 0:
+                raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) must be odd when below clients.per_round "
+                                 f"({c.per_round}): Flower's SecAgg+ builds a symmetric ring of neighbours and fails "
+                                 f"on an even count; use {sa.num_shares - 1} or {sa.num_shares + 1}")
             if c.per_round * sa.quantization_range >= sa.modulus_range:
                 raise ValueError(f"SecAgg+ would overflow: the sum of clients.per_round ({c.per_round}) quantized "
                                  f"values, each up to privacy.secagg.quantization_range ({sa.quantization_range}), "

@@ -13,14 +13,37 @@ from dataclasses import dataclass
 CODECS = ("none", "fp16", "int8", "topk")
 SECAGG_MODES = ("off", "stock", "packed")
 
-#: Flower Message framing (metadata, record keys, object tree) per message, bytes.
-MESSAGE_OVERHEAD_BYTES = 1_200
-#: Per array: .npy header (128 B) plus the record entry holding it.
-ARRAY_OVERHEAD_BYTES = 200
-#: SecAgg+ control payloads (SECP384R1 keys in PEM, Fernet-encrypted Shamir shares), bytes.
-SECAGG_PUBLIC_KEY_BYTES = 215
-SECAGG_ENCRYPTED_SHARE_BYTES = 330
-SECAGG_SHARE_BYTES = 60
+#: Flower Message framing (metadata, record keys, object tree) per message, bytes. Measured with the
+#: simulate engine (docs/simulate.md, 2026-11-30, flwr 1.42.0): plain FedAvg downloads carry ≈ 476 B,
+#: uploads ≈ 1,200 B (FitRes status/metrics plus fedbw's 100-200 B measurement record); this is their mean.
+MESSAGE_OVERHEAD_BYTES = 840
+#: Per array: .npy header (128 B), the Array object and its chunk object (headers, 64-hex object ids).
+#: Fitted on mlp (4 arrays), small-cnn (8) and resnet18 (62): 431-439 B per array.
+ARRAY_OVERHEAD_BYTES = 437
+#: SecAgg+ messages, measured with Flower's own serialization on fedbw.fl.privacy.loopback (64-bit node
+#: IDs, flwr 1.42.0, 2026-11-30, k = 2, 4, 6 neighbours; fits within 3 %, most exact): k = neighbours
+#: other than the client itself (num_shares − 1). Control-message framing (metadata + the
+#: "secaggplus_configs" record) and setup's parameters:
+SECAGG_CONTROL_MESSAGE_BYTES = 380
+SECAGG_SETUP_CONFIG_BYTES = 97
+#: One SECP384R1 public key as uploaded in setup (two per client).
+SECAGG_PUBLIC_KEY_BYTES = 212
+#: One neighbour's forwarded key pair and ID in share_keys (the client gets k + 1 of them).
+SECAGG_NEIGHBOUR_KEYS_BYTES = 467
+#: One Fernet-encrypted pair of Shamir shares with its node ID (share_keys up, collect_masked_vectors down).
+SECAGG_ENCRYPTED_SHARE_BYTES = 625
+#: collect_masked_vectors' stage config beside the FitIns.
+SECAGG_COLLECT_CONFIG_BYTES = 241
+#: One node ID in unmask's active/dead lists; one Shamir share with its owner ID in the unmask reply.
+SECAGG_NODE_ID_BYTES = 10
+SECAGG_SHARE_BYTES = 64
+#: The masked-vector reply: framing, plus per array (np.save header + list entry; one extra array holds
+#: the weight factor). Masked vectors travel as bytes in a ConfigRecord, not as chunked Arrays.
+SECAGG_MASKED_MESSAGE_BYTES = 1_110
+SECAGG_MASKED_ARRAY_BYTES = 131
+#: fedbw's measurement record (fedbw.fl.measure) rides on every SecAgg+ reply: all four stages are
+#: train messages.
+SECAGG_REPLY_EXTRA_BYTES = 233
 
 
 @dataclass(frozen=True)
@@ -88,12 +111,15 @@ def round_exchanges(params: int, num_arrays: int, round_index: int, *, codec: st
     if codec != "none":
         raise ValueError("compression codecs do not compose with SecAgg+ (masked values are uniform)")
     k = num_neighbours
-    masked_up = MESSAGE_OVERHEAD_BYTES + array_bytes(params, num_arrays, masked_value_bytes(secagg, modulus_range))
+    ctl, extra = SECAGG_CONTROL_MESSAGE_BYTES, SECAGG_REPLY_EXTRA_BYTES
+    masked_up = (SECAGG_MASKED_MESSAGE_BYTES + extra + (num_arrays + 1) * SECAGG_MASKED_ARRAY_BYTES
+                 + (params + 1) * masked_value_bytes(secagg, modulus_range))
     return [
-        MessageSizes("setup", MESSAGE_OVERHEAD_BYTES, MESSAGE_OVERHEAD_BYTES + 2 * SECAGG_PUBLIC_KEY_BYTES, False),
-        MessageSizes("share_keys", MESSAGE_OVERHEAD_BYTES + (k + 1) * 2 * SECAGG_PUBLIC_KEY_BYTES,
-                     MESSAGE_OVERHEAD_BYTES + k * SECAGG_ENCRYPTED_SHARE_BYTES, False),
-        MessageSizes("collect_masked_vectors", model_down + k * SECAGG_ENCRYPTED_SHARE_BYTES, masked_up, True),
-        MessageSizes("unmask", MESSAGE_OVERHEAD_BYTES + (k + 1) * 8, MESSAGE_OVERHEAD_BYTES + k * SECAGG_SHARE_BYTES,
+        MessageSizes("setup", ctl + SECAGG_SETUP_CONFIG_BYTES, ctl + extra + 2 * SECAGG_PUBLIC_KEY_BYTES, False),
+        MessageSizes("share_keys", ctl + (k + 1) * SECAGG_NEIGHBOUR_KEYS_BYTES,
+                     ctl + extra + k * SECAGG_ENCRYPTED_SHARE_BYTES, False),
+        MessageSizes("collect_masked_vectors",
+                     model_down + SECAGG_COLLECT_CONFIG_BYTES + k * SECAGG_ENCRYPTED_SHARE_BYTES, masked_up, True),
+        MessageSizes("unmask", ctl + (k + 1) * SECAGG_NODE_ID_BYTES, ctl + extra + (k + 1) * SECAGG_SHARE_BYTES,
                      False),
     ]

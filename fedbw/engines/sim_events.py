@@ -1,0 +1,161 @@
+"""Events → RoundRecords: the measured bytes and compute of each round, laid on the network model.
+
+The Flower apps (fedbw.fl) write an event log (docs/simulate.md); this module reads it — also while
+it grows — and turns each finished round into records. ``simulate`` lays the measured messages on
+the virtual clock of :func:`fedbw.netmodel.round_timeline`; ``emulate`` can reuse the reading and
+grouping (:class:`EventReader`, :class:`RoundAssembler`, :func:`measured_exchanges`,
+:func:`client_compute_s`) and time the same messages with its shaper's ledger instead.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fedbw.engines.base import records_from_timeline
+from fedbw.netmodel import ClientLink, MessageSizes, round_timeline
+from fedbw.plan import Plan
+from fedbw.results.records import ClientRoundRecord, RoundRecord
+
+#: Stages in which the client trains (plain FedAvg, SecAgg+).
+COMPUTE_STAGES = ("fit", "collect_masked_vectors")
+
+
+class EventReader:
+    """Reads complete lines appended to an event log since the last call (tolerates a torn last line)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._offset = 0
+        self._partial = b""
+
+    def read_new(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with self.path.open("rb") as fh:
+            fh.seek(self._offset)
+            chunk = fh.read()
+        self._offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()  # "" when the chunk ended with a newline
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def read_events(path: str | Path) -> list[dict[str, Any]]:
+    """Every complete event in a log."""
+    return EventReader(path).read_new()
+
+
+@dataclass
+class RoundEvents:
+    """Everything the apps logged about one round."""
+
+    round: int
+    clients: list[int] = field(default_factory=list)  #: sampled client ids, in plan order
+    messages: list[dict[str, Any]] = field(default_factory=list)  #: "message" events, arrival order
+    loss: float | None = None
+    accuracy: float | None = None
+    wall_time_s: float | None = None
+    epsilon: float | None = None
+    finished: bool = False
+
+    def clients_done(self) -> int:
+        """Clients whose training reply has arrived."""
+        return len({m["client_id"] for m in self.messages if m.get("stage") in COMPUTE_STAGES})
+
+    def errors(self) -> list[str]:
+        return [f"client {m['client_id']} ({m['stage']}): {m['error']}" for m in self.messages if m.get("error")]
+
+
+class RoundAssembler:
+    """Feeds events in order; :meth:`add` returns a round once its ``round_end`` arrives."""
+
+    def __init__(self) -> None:
+        self.current: dict[int, RoundEvents] = {}
+        self.error: str | None = None
+        self.ended = False
+        self.start: dict[str, Any] | None = None
+        self.node_of: dict[int, int] = {}
+
+    def get(self, r: int) -> RoundEvents:
+        return self.current.setdefault(r, RoundEvents(r))
+
+    def add(self, ev: dict[str, Any]) -> RoundEvents | None:
+        kind = ev.get("event")
+        if kind == "start":
+            self.start = ev
+        elif kind == "nodes":
+            self.node_of = {int(c): int(n) for c, n in ev["node_of"].items()}
+        elif kind == "round_start":
+            self.get(ev["round"]).clients = list(ev["clients"])
+        elif kind == "message":
+            self.get(ev["round"]).messages.append(ev)
+        elif kind == "round_end":
+            rnd = self.current.pop(ev["round"], RoundEvents(ev["round"]))
+            rnd.loss, rnd.accuracy, rnd.wall_time_s = ev.get("loss"), ev.get("accuracy"), ev.get("wall_time_s")
+            rnd.epsilon = ev.get("epsilon")
+            rnd.finished = True
+            return rnd
+        elif kind == "error":
+            self.error = ev.get("message", "unknown error")
+        elif kind == "end":
+            self.ended = True
+        return None
+
+
+def measured_exchanges(rnd: RoundEvents) -> dict[int, list[MessageSizes]]:
+    """Per client, its measured exchanges in stage order (stage order = first arrival in the round)."""
+    order: list[str] = []
+    for m in rnd.messages:
+        if m["stage"] not in order:
+            order.append(m["stage"])
+    by_client: dict[int, dict[str, MessageSizes]] = {}
+    for m in rnd.messages:
+        by_client.setdefault(m["client_id"], {})[m["stage"]] = MessageSizes(
+            m["stage"], float(m.get("bytes_down") or 0), float(m.get("bytes_up") or 0),
+            computes=m["stage"] in COMPUTE_STAGES)
+    return {cid: [st[s] for s in order if s in st] for cid, st in by_client.items()}
+
+
+def client_compute_s(rnd: RoundEvents) -> dict[int, float]:
+    """Per client, the compute time it reported (measured in real mode, the profile's in synthetic)."""
+    out: dict[int, float] = {}
+    for m in rnd.messages:
+        if m.get("compute_s") is not None:
+            out[m["client_id"]] = out.get(m["client_id"], 0.0) + float(m["compute_s"])
+    return out
+
+
+def _client_extras(rnd: RoundEvents) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for m in rnd.messages:
+        if m.get("num_examples") is not None:
+            out[m["client_id"]] = {"train_loss": m.get("train_loss"), "num_examples": int(m["num_examples"])}
+    return out
+
+
+def records_from_round_events(plan: Plan, run_id: str, engine: str, rnd: RoundEvents,
+                              link_of: Callable[[int], ClientLink] | None = None,
+                              ) -> tuple[list[ClientRoundRecord], RoundRecord]:
+    """Client and round records for one finished round on the virtual network clock.
+
+    Each client's measured stage messages cross its planned link (``link_of`` may replace it), the
+    compute stage takes the compute time it reported, and every stage ends at the slowest client
+    (barrier) — exactly the arithmetic ``estimate`` applies to predicted sizes.
+    """
+    exchanges = measured_exchanges(rnd)
+    compute = client_compute_s(rnd)
+    ids = [c for c in (rnd.clients or sorted(exchanges)) if c in exchanges]
+    rows = [(cid, link_of(cid) if link_of else plan.clients[cid].link, compute.get(cid, 0.0)) for cid in ids]
+    timeline = round_timeline(rows, lambda cid: exchanges[cid])
+    clients, record = records_from_timeline(
+        plan, run_id, engine, rnd.round, timeline, loss=rnd.loss, accuracy=rnd.accuracy, epsilon=rnd.epsilon,
+        wall_time_s=rnd.wall_time_s, extra={"clock": "virtual", "bytes": "measured"})
+    extras = _client_extras(rnd)
+    for c in clients:
+        e = extras.get(c.client_id, {})
+        c.train_loss, c.num_examples = e.get("train_loss"), e.get("num_examples")
+    return clients, record

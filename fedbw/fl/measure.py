@@ -1,0 +1,172 @@
+"""Measurement on both sides of every exchange.
+
+Server side: :class:`MeasuringGrid` wraps the Grid the ServerApp gets (the legacy path has no server
+mods) and sizes each message it pushes (download) and pulls (upload) per client, with timestamps.
+Client side: :func:`measure_mod`, an ordinary Flower client mod, times the message inside the
+ClientApp and reports the training time the client measured, in a small MetricRecord attached to
+the reply (its bytes are real and counted in the uplink).
+
+Size = Flower's object tree as it goes over the wire: the sum of ``len(obj.deflate())`` over
+``get_all_nested_objects(msg)``, computed inside ``no_object_id_recompute()`` (without it, large
+messages take seconds to size). In deployment the SuperLink skips objects it already holds, but every
+client fetches its own copy of the tree, so per-client bytes are the full tree.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable
+
+from flwr.app import Context, Message, MetricRecord
+from flwr.serverapp import Grid
+from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, no_object_id_recompute
+
+from fedbw.fl.events import MESSAGE, EventLog
+
+#: Reply record the client mod adds; the server reads and reports it.
+MEASURE_RECORD = "fedbw.measure"
+#: Context state record where the client's training code leaves its measured compute time.
+COMPUTE_STATE_RECORD = "fedbw.compute"
+SECAGG_CONFIGS = "secaggplus_configs"
+SECAGG_STAGE_KEY = "stage"
+TRAIN = "train"
+
+
+def message_bytes(msg: Message) -> int:
+    """Serialized bytes of ``msg``: Flower's object tree, every object once."""
+    with no_object_id_recompute():
+        return sum(len(obj.deflate()) for obj in get_all_nested_objects(msg).values())
+
+
+def exchange_stage(msg: Message) -> str:
+    """The round stage a message belongs to: SecAgg+ stage names, "fit" for plain training, else its type."""
+    if msg.has_content():
+        cfg = msg.content.config_records.get(SECAGG_CONFIGS)
+        if cfg is not None and SECAGG_STAGE_KEY in cfg:
+            return str(cfg[SECAGG_STAGE_KEY])
+    mtype = msg.metadata.message_type
+    return "fit" if mtype == TRAIN else mtype
+
+
+# ------------------------------------------------------------------------------------------ client
+
+
+def report_compute(context: Context, compute_s: float, train_loss: float, num_examples: int) -> None:
+    """Called by the training code: leave the measured numbers for :func:`measure_mod`."""
+    context.state.metric_records[COMPUTE_STATE_RECORD] = MetricRecord(
+        {"compute_s": float(compute_s), "train_loss": float(train_loss), "num_examples": int(num_examples)})
+
+
+def measure_mod(msg: Message, context: Context, call_next: Callable[[Message, Context], Message]) -> Message:
+    """Outermost client mod: timestamps and the client's compute time, attached to training replies."""
+    if msg.metadata.message_type != TRAIN:
+        return call_next(msg, context)
+    t_recv = time.perf_counter()
+    context.state.metric_records.pop(COMPUTE_STATE_RECORD, None)
+    reply = call_next(msg, context)
+    t_reply = time.perf_counter()
+    measured = context.state.metric_records.pop(COMPUTE_STATE_RECORD, None)
+    if reply.has_content():
+        m: dict[str, Any] = {"t_recv": t_recv, "t_reply": t_reply, "t_app_s": t_reply - t_recv}
+        if measured is not None:
+            m.update(dict(measured))
+        reply.content.metric_records[MEASURE_RECORD] = MetricRecord(m)
+    return reply
+
+
+# ------------------------------------------------------------------------------------------ server
+
+
+class MeasuringGrid(Grid):
+    """A Grid that sizes and timestamps every message through it and logs one event per reply.
+
+    ``client_of`` maps Flower node ids to fedbw client ids; ``round_of()`` says which round the
+    workflow is in (0 = outside training rounds, e.g. the hello query; those are not logged).
+    ``on_reply(round, client_id, stage)`` lets the app count progress. ``send_and_receive`` keeps
+    Flower's contract and polling interval but pulls through this wrapper, so each reply is sized and
+    logged as it arrives.
+    """
+
+    def __init__(self, inner: Grid, log: EventLog, client_of: dict[int, int], round_of: Callable[[], int],
+                 on_reply: Callable[[int, int, str], None] | None = None, measure: bool = True,
+                 pull_interval_s: float | None = None) -> None:
+        self._inner = inner
+        self._log = log
+        self._client_of = client_of
+        self._round_of = round_of
+        self._on_reply = on_reply
+        self._measure = measure
+        # Poll as the wrapped grid would: InMemoryGrid every 0.1 s, the deployment grid every 3 s.
+        self._pull_interval_s = pull_interval_s if pull_interval_s is not None else float(
+            getattr(inner, "pull_interval", 3.0))
+        self._sent: dict[str, dict[str, Any]] = {}
+
+    # Delegation of the abstract interface.
+    def set_run(self, run: Any) -> None:
+        self._inner.set_run(run)
+
+    @property
+    def run(self) -> Any:
+        return self._inner.run
+
+    def create_message(self, *args: Any, **kwargs: Any) -> Message:
+        return self._inner.create_message(*args, **kwargs)
+
+    def get_node_ids(self) -> Iterable[int]:
+        return self._inner.get_node_ids()
+
+    def get_nodes(self) -> Iterable[Any]:
+        return self._inner.get_nodes()
+
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        messages = list(messages)
+        r = self._round_of()
+        # Sized before pushing: once pushed, the runtime may serialize the object tree concurrently.
+        # (Message ids are not part of the serialized tree, so sizing before the grid stamps them is exact.)
+        info = [{"round": r, "node_id": m.metadata.dst_node_id, "stage": exchange_stage(m),
+                 "bytes_down": message_bytes(m) if (self._measure and r > 0) else 0} for m in messages]
+        t_sent = time.perf_counter()
+        ids = list(self._inner.push_messages(messages))
+        for mid, i in zip(ids, info):
+            i["t_sent"] = t_sent
+            self._sent[mid] = i
+        return ids
+
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        replies = list(self._inner.pull_messages(message_ids))
+        t_pulled = time.perf_counter()
+        for reply in replies:
+            sent = self._sent.pop(reply.metadata.reply_to_message_id, None)
+            if sent is None or sent["round"] <= 0:
+                continue
+            cid = self._client_of.get(sent["node_id"], -1)
+            event: dict[str, Any] = {"round": sent["round"], "client_id": cid, "stage": sent["stage"],
+                                     "node_id": sent["node_id"], "bytes_down": sent["bytes_down"],
+                                     "t_sent": sent["t_sent"], "t_replied": t_pulled}
+            if reply.has_error():
+                event.update(bytes_up=0, error=f"{reply.error.code}: {reply.error.reason}")
+            else:
+                event["bytes_up"] = message_bytes(reply) if self._measure else 0
+                rec = reply.content.metric_records.get(MEASURE_RECORD)
+                if rec is not None:
+                    event.update({k: v for k, v in dict(rec).items()})
+            self._log.emit(MESSAGE, **event)
+            if self._on_reply is not None:
+                self._on_reply(sent["round"], cid, sent["stage"])
+        return replies
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
+        """Same contract as Flower's: push, then pull until every reply is in or ``timeout`` passes."""
+        ids = set(self.push_messages(messages))
+        end = time.time() + (timeout if timeout is not None else 0.0)
+        out: list[Message] = []
+        while timeout is None or time.time() < end:
+            got = list(self.pull_messages(ids))
+            out.extend(got)
+            ids.difference_update(m.metadata.reply_to_message_id for m in got)
+            if not ids:
+                break
+            time.sleep(self._pull_interval_s)
+        for mid in ids:  # timed out: forget them
+            self._sent.pop(mid, None)
+        return out

@@ -1,0 +1,100 @@
+"""fedbw's ServerApp: Flower's legacy ``DefaultWorkflow`` (so SecAgg+ can replace its fit step).
+
+Before round 1 a "hello" query (``get_properties``) asks every SuperNode for its partition id, so the
+server knows node id ↔ fedbw client id; it is not part of any round and not logged as traffic. Every
+training exchange then goes through a :class:`~fedbw.fl.measure.MeasuringGrid` that logs one event
+per client reply; the strategy logs each round's start and end (with evaluation).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+
+import numpy as np
+from flwr.app import Context, Message
+from flwr.common import GetPropertiesIns, ndarrays_to_parameters
+from flwr.compat.common.recorddict_compat import getpropertiesins_to_recorddict, recorddict_to_getpropertiesres
+from flwr.server import LegacyContext, ServerConfig
+from flwr.server.workflow import DefaultWorkflow
+from flwr.serverapp import Grid, ServerApp
+
+from fedbw.errors import RunError
+from fedbw.fl.events import END, ERROR, NODES, START, EventLog
+from fedbw.fl.measure import MeasuringGrid
+from fedbw.fl.settings import AppSettings, settings_for
+from fedbw.fl.strategy import NODE_WAIT_S, PlanFedAvg, RoundState, centralized_evaluator
+from fedbw.fl.wiring import fit_workflow, round_epsilon, wrap_strategy
+
+HELLO_TYPE = "get_properties"
+
+app = ServerApp()
+
+
+def initial_parameters(settings: AppSettings):
+    """The seeded initial model (real mode) or seeded noise of its shapes (synthetic).
+
+    Not zeros: Flower's object tree stores identical 5 MiB chunks once, so constant arrays would
+    travel in fewer bytes than any trained model does.
+    """
+    name = settings.plan.model.name
+    if settings.synthetic:
+        from fedbw.fl.train import parameter_shapes
+
+        rng = np.random.default_rng([settings.config.seed, 11])
+        arrays = [rng.standard_normal(shape, dtype=np.float32) * np.float32(0.01) for shape in parameter_shapes(name)]
+    else:
+        from fedbw.fl.train import get_parameters, seeded_model
+
+        arrays = get_parameters(seeded_model(name, settings.config.seed, "cpu"))
+    return ndarrays_to_parameters(arrays)
+
+
+def discover_clients(grid: Grid, total: int, timeout_s: float = NODE_WAIT_S) -> dict[int, int]:
+    """fedbw client id → Flower node id, asking each node for its ``partition-id``."""
+    deadline = time.monotonic() + timeout_s
+    while len(node_ids := list(grid.get_node_ids())) < total:
+        if time.monotonic() > deadline:
+            raise RunError(f"only {len(node_ids)} of {total} SuperNodes connected within {timeout_s:.0f} s")
+        time.sleep(0.5)
+    content = getpropertiesins_to_recorddict(GetPropertiesIns({}))
+    msgs = [Message(content=content, dst_node_id=nid, message_type=HELLO_TYPE, group_id="0") for nid in node_ids]
+    replies = list(grid.send_and_receive(msgs, timeout=timeout_s))
+    mapping: dict[int, int] = {}
+    for r in replies:
+        if r.has_error():
+            raise RunError(f"node {r.metadata.src_node_id} failed the hello query: {r.error.reason}")
+        props = recorddict_to_getpropertiesres(r.content).properties
+        mapping[int(props["partition-id"])] = r.metadata.src_node_id
+    missing = sorted(set(range(total)) - set(mapping))
+    if missing:
+        raise RunError(f"no SuperNode answered for client id(s) {missing[:10]}; check their partition-id")
+    return mapping
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    settings = settings_for(context)
+    plan = settings.plan
+    log = EventLog(settings.events_path)
+    try:
+        log.emit(START, pid=os.getpid(), device=settings.device, clients=plan.config.clients.total, rounds=plan.rounds,
+                 t=time.perf_counter())
+        node_of = discover_clients(grid, plan.config.clients.total)
+        log.emit(NODES, node_of={str(c): n for c, n in sorted(node_of.items())})
+        state = RoundState()
+        client_of = {n: c for c, n in node_of.items()}
+        measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure)
+        strategy = PlanFedAvg(settings, log, state, node_of, centralized_evaluator(settings),
+                              epsilon_fn=round_epsilon(settings), initial_parameters=initial_parameters(settings))
+        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=plan.rounds),
+                               strategy=wrap_strategy(settings, strategy))
+        workflow = DefaultWorkflow(fit_workflow=fit_workflow(settings))
+        workflow(measured, legacy)
+        log.emit(END, t=time.perf_counter())
+    except BaseException as exc:
+        log.emit(ERROR, message=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
+        raise
+    finally:
+        log.close()

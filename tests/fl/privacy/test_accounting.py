@@ -1,0 +1,132 @@
+"""ε accounting: published reference vectors and the per-round budget API."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fedbw.config import config_from_dict
+from fedbw.errors import ConfigError
+from fedbw.fl.privacy.accounting import (
+    PrivacyAccountant,
+    accountant_from_config,
+    epsilon_schedule,
+    rounds_within_budget,
+    advanced_composition_epsilon,
+    basic_composition_epsilon,
+    local_noise_multiplier,
+    rdp_gaussian_epsilon,
+)
+
+
+def test_opacus_rdp_reference_vector():
+    # Opacus tests/accountants_test.py (RDP): σ = 1.5, q = 0.04, 2250 steps, δ = 1e-5 → ε ≈ 7.3293.
+    assert rdp_gaussian_epsilon(1.5, 2250, 1e-5, sample_rate=0.04) == pytest.approx(7.3293, abs=1e-3)
+
+
+def test_central_accountant_steps_match_the_closed_count():
+    acc = PrivacyAccountant(mode="central", delta=1e-5, noise_multiplier=1.5, sample_rate=0.04)
+    assert acc.epsilon_after(2250) == pytest.approx(7.3293, abs=1e-3)
+    assert acc.epsilon == 0.0
+    steps = [acc.step() for _ in range(3)]
+    assert steps == [pytest.approx(rdp_gaussian_epsilon(1.5, r, 1e-5, 0.04)) for r in (1, 2, 3)]
+    assert acc.rounds == 3 and acc.spent().epsilon == steps[-1]
+
+
+def test_subsampling_amplifies_and_epsilon_grows_with_rounds():
+    full = rdp_gaussian_epsilon(1.0, 10, 1e-5, sample_rate=1.0)
+    sub = rdp_gaussian_epsilon(1.0, 10, 1e-5, sample_rate=0.1)
+    assert sub < full / 3
+    eps = [rdp_gaussian_epsilon(1.0, r, 1e-5, sample_rate=0.5) for r in range(0, 6)]
+    assert eps[0] == 0.0
+    assert all(a < b for a, b in zip(eps, eps[1:]))
+
+
+def test_max_epsilon_stops_before_exceeding():
+    acc = PrivacyAccountant(mode="central", delta=1e-5, noise_multiplier=1.0, sample_rate=0.5, max_epsilon=8.0)
+    ran = 0
+    while not acc.next_round_exceeds():
+        acc.step()
+        ran += 1
+        assert ran < 1000
+    assert acc.epsilon <= 8.0 < acc.next_round_epsilon()
+    assert ran == acc.max_rounds() and ran > 0
+
+
+def test_local_basic_and_advanced_composition_by_hand():
+    assert basic_composition_epsilon(0.5, 1e-7, 10, 1e-5) == pytest.approx(5.0)
+    assert basic_composition_epsilon(0.5, 1e-6, 11, 1e-5) == math.inf  # 11·δ₀ > δ
+    k, e0, d0, d = 400, 0.1, 1e-9, 1e-5
+    slack = d - k * d0
+    by_hand = math.sqrt(2 * k * math.log(1 / slack)) * e0 + k * e0 * (math.exp(e0) - 1)
+    assert advanced_composition_epsilon(e0, d0, k, d) == pytest.approx(by_hand)
+    assert by_hand < k * e0  # advanced beats basic for many small releases
+    assert advanced_composition_epsilon(e0, d0, 2, d) == pytest.approx(2 * e0)  # basic wins for few
+
+
+def test_local_rdp_is_tighter_than_basic_and_single_release_within_promise():
+    z = local_noise_multiplier(0.5, 1e-6)
+    assert z == pytest.approx(math.sqrt(2 * math.log(1.25e6)) / 0.5)
+    one = rdp_gaussian_epsilon(z, 1, 1e-6)
+    assert one <= 0.5  # RDP of the calibrated Gaussian never promises less than (ε₀, δ₀)
+    acc = PrivacyAccountant(mode="local", delta=1e-5, local_epsilon=0.5, local_delta=1e-7)
+    for _ in range(20):
+        acc.step()
+    assert acc.epsilon < 20 * 0.5
+
+
+def test_local_tracks_the_client_that_released_most():
+    acc = PrivacyAccountant(mode="local", delta=1e-5, local_epsilon=0.5, local_delta=1e-8,
+                            local_composition="basic")
+    acc.step([0, 1])
+    acc.step([1, 2])
+    assert acc.epsilon == pytest.approx(1.0)  # client 1 released twice
+    acc.step([3])
+    assert acc.epsilon == pytest.approx(1.0)
+    assert acc.next_round_epsilon() == pytest.approx(1.5)
+    acc.step(None)  # unknown participants: assume the worst
+    assert acc.epsilon == pytest.approx(1.5)
+
+
+def test_impossible_settings_raise():
+    with pytest.raises(ConfigError, match="noise_multiplier"):
+        PrivacyAccountant(mode="central", delta=1e-5, noise_multiplier=0.0, sample_rate=0.5)
+    with pytest.raises(ConfigError, match="target_delta"):
+        PrivacyAccountant(mode="central", delta=0.0, noise_multiplier=1.0)
+
+
+def _cfg(**dp):
+    return config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5},
+                             "privacy": {"dp": {"enabled": True, **dp}}})
+
+
+def test_from_config_central_and_local():
+    acc = accountant_from_config(_cfg(noise_multiplier=1.2))
+    assert acc is not None and acc.mode == "central" and acc.sample_rate == 0.5
+    assert accountant_from_config(config_from_dict({"engine": "estimate"})) is None
+    loc = accountant_from_config(_cfg(mode="local", local_epsilon=0.5, local_accounting="advanced"))
+    assert loc.mode == "local" and loc.local_composition == "advanced"
+
+
+def test_config_rejects_impossible_dp():
+    with pytest.raises(ConfigError, match="noise_multiplier"):
+        _cfg(noise_multiplier=0.0)
+    with pytest.raises(ConfigError, match="per_round/10"):
+        _cfg(mode="central-client-adaptive", noise_multiplier=1.0)
+    with pytest.raises(ConfigError, match="local_accounting"):
+        _cfg(mode="local", local_epsilon=2.0, local_accounting="basic")
+    with pytest.raises(ConfigError, match="max_epsilon"):
+        accountant_from_config(_cfg(noise_multiplier=0.5, max_epsilon=0.01))
+
+
+def test_schedule_and_rounds_within_budget():
+    c = config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5},
+                          "training": {"rounds": 20},
+                          "privacy": {"dp": {"enabled": True, "noise_multiplier": 1.0, "max_epsilon": 8.0}}})
+    sched = epsilon_schedule(c)
+    assert len(sched) == 20 and all(a < b for a, b in zip(sched, sched[1:]))
+    n = rounds_within_budget(c)
+    assert 0 < n < 20 and sched[n - 1] <= 8.0 < sched[n]
+    assert rounds_within_budget(_cfg(noise_multiplier=1.0)) == 3  # no budget: training.rounds (default 3)
+    assert epsilon_schedule(config_from_dict({"engine": "estimate"})) == []
