@@ -189,6 +189,48 @@ def allreduce(model: Optional[str] = typer.Option(None, "--model", "-m", help="s
 
 @app.command()
 @friendly
+def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
+                                     help="HOST:PORT of the (first) client port; loopback unless --allow-non-loopback"),
+          upstream: Optional[str] = typer.Option(None, "--upstream", help="HOST:PORT of the server, e.g. the SuperLink"),
+          profile: Optional[str] = typer.Option(None, "--profile", "-p", help="link profile (`fedbw profiles`)"),
+          up_mbps: Optional[float] = typer.Option(None, "--up-mbps", help="uplink, TCP payload Mbps (overrides the profile)"),
+          down_mbps: Optional[float] = typer.Option(None, "--down-mbps", help="downlink, TCP payload Mbps"),
+          rtt_ms: Optional[float] = typer.Option(None, "--rtt-ms", help="added round trip, ms (half each way)"),
+          jitter_ms: Optional[float] = typer.Option(None, "--jitter-ms", help="round-trip jitter, ms (± half each way)"),
+          clients: int = typer.Option(1, "--clients", "-n", help="N clients on ports P..P+N-1, one link each"),
+          map_file: Optional[Path] = typer.Option(None, "--map", help="TOML client map (docs/shaper.md)"),
+          ledger: Optional[Path] = typer.Option(None, "--ledger", help="append JSONL ledger records here"),
+          allow_non_loopback: bool = typer.Option(False, "--allow-non-loopback",
+                                                  help="listen on a non-loopback address")) -> None:
+    """Shape real TCP links in front of any service: one port per client, rate/latency/jitter each way."""
+    from fedbw.shaper import run_shaper_blocking
+    from fedbw.shaper.cli_support import describe_routes, describe_totals, routes_from_options
+
+    routes = routes_from_options(listen=listen, upstream=upstream, profile=profile, profile_lookup=_profile_link,
+                                 clients=clients, map_file=map_file, up_mbps=up_mbps, down_mbps=down_mbps,
+                                 rtt_ms=rtt_ms, jitter_ms=jitter_ms)
+
+    def ready(shaper: Any) -> None:
+        for line in describe_routes(routes, shaper.ports):
+            out.print(line, highlight=False)
+        out.print("shaping — Ctrl-C to stop", style="dim")
+
+    snap = run_shaper_blocking(routes, ledger_path=ledger, allow_non_loopback=allow_non_loopback, on_ready=ready)
+    for line in describe_totals(snap):
+        out.print(line, highlight=False)
+
+
+def _profile_link(name: str) -> Any:
+    """A catalog profile as the shaper's LinkSpec, at TCP payload rates (as the network model uses)."""
+    from fedbw.catalog.links import get_link_profile
+    from fedbw.shaper import LinkSpec
+
+    p = get_link_profile(name)
+    return LinkSpec.from_rtt(p.up_payload_mbps, p.down_payload_mbps, p.rtt_ms, p.jitter_ms)
+
+
+@app.command()
+@friendly
 def profiles() -> None:
     """Link profiles, data-center fabrics and client device profiles."""
     from fedbw.report import render_catalogs
@@ -227,6 +269,45 @@ def compare(run_dirs: list[Path] = typer.Argument(..., help="two or more run dir
         out.print_json(json.dumps([asdict(s) for s in summaries]))
         return
     render_comparison(out, summaries)
+
+
+@app.command()
+@friendly
+def emulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app directory (pyproject with [tool.flwr.app])"),
+            clients: int = typer.Option(2, "--clients", "-n", help="SuperNodes, one shaped link each"),
+            profile: str = typer.Option("home-30", "--profile", "-p", help="link profile (`fedbw profiles`)"),
+            rounds: Optional[int] = typer.Option(None, "--rounds", help="sets the app's num-server-rounds"),
+            run_config: list[str] = typer.Option([], "--run-config", "-c", help="key=value for flwr run"),
+            timeout: float = typer.Option(1800.0, "--timeout", help="seconds before the run is stopped"),
+            out_dir: Optional[Path] = typer.Option(None, "--out", help="write records.jsonl and logs here")) -> None:
+    """Run any Flower app, unmodified, on Flower's Deployment Engine behind per-client shaped links."""
+    from fedbw.engines.emulate import render_app_run, run_app
+
+    result = run_app(app_dir, clients, profile, rounds=rounds, run_config=run_config, timeout_s=timeout,
+                     out_dir=out_dir)
+    render_app_run(out, result)
+
+
+@app.command()
+@friendly
+def study(file: Path = typer.Argument(..., help="study TOML: [base] config + [study] profiles and variants"),
+          engine: Optional[str] = typer.Option(None, "--engine", "-e", help="simulate | estimate (default: the base's)"),
+          set_: list[str] = SetOpt) -> None:
+    """Run every variant of a study, re-time it on every profile, print and write the table."""
+    import shlex
+
+    from fedbw.studies import load_study, run_study
+    from fedbw.studies.output import rich_table
+
+    spec = load_study(file, set_, engine)
+    with _progress(max(v.config.training.rounds for v in spec.variants), spec.variants[0].config.clients.per_round,
+                   quiet=False) as progress:
+        result = run_study(spec, progress, on_variant=lambda i, n, v: err.print(f"variant {i + 1}/{n}: {v.name}"),
+                           command=shlex.join(["fedbw", *sys.argv[1:]]))
+    out.print(rich_table(result))
+    for name, why in result.stopped_early.items():
+        out.print(f"[yellow]{name}:[/] {why}")
+    out.print(f"study: {result.study_dir} (study.md, study.json, study.png)")
 
 
 def main() -> None:  # console-script entry point

@@ -1,0 +1,168 @@
+"""Where each emulated message's time went: link, compute, or Flower itself.
+
+For fedbw's own apps every message has three views on one clock (``perf_counter`` = CLOCK_MONOTONIC,
+shared by all processes of the machine):
+
+* the ServerApp's event (fedbw.fl.measure): ``t_sent`` (pushed to the SuperLink), ``t_replied``
+  (reply pulled), the ClientApp's ``t_recv``/``t_reply`` and its measured ``compute_s``;
+* the SuperNode's stamped log: receiving, received, sending, sent;
+* the shaper's byte series: first byte in and last byte out of the download and of the upload.
+
+From them one message splits into consecutive parts (docs/emulate.md):
+
+==========================  =========================================================
+supernode_poll_s            t_sent → first downlink byte (SuperNode polls every 3 s)
+t_down_s                    the download on the shaped link (headers, round trips included)
+clientapp_start_s           all objects received → ClientApp running (SuperExec poll, process start)
+app_other_s                 ClientApp time that is not training (mods, SecAgg+ crypto, (de)serialising)
+t_compute_s                 training, as the ClientApp measured it
+reply_pickup_s              ClientApp done → SuperNode starts the upload (0.5 s poll, process exit)
+t_up_s                      the upload on the shaped link
+serverapp_poll_s            last uplink byte → ServerApp has the reply (ServerApp polls every 3 s)
+==========================  =========================================================
+
+Everything but the link and compute is framework time: ``t_framework_s`` of a stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fedbw.results.records import ClientRoundRecord, RoundRecord, StageRecord
+
+FRAMEWORK_PARTS = ("supernode_poll_s", "clientapp_start_s", "app_other_s", "reply_pickup_s", "serverapp_poll_s")
+
+
+@dataclass
+class MessageTimes:
+    """One client's share of one stage, split into consecutive parts (seconds)."""
+
+    client_id: int
+    stage: str
+    bytes_down: float  #: on the wire (shaper ledger)
+    bytes_up: float
+    flower_bytes_down: float  #: Flower's message size (what simulate lays on its clock)
+    flower_bytes_up: float
+    t_start_s: float  #: the ServerApp pushed the message
+    t_end_s: float  #: the ServerApp pulled the reply
+    t_down_s: float
+    t_compute_s: float
+    t_up_s: float
+    parts: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    bulk: dict[str, Any] = field(default_factory=dict)  #: payload-only transfers, for the agreement check
+
+    @property
+    def total_s(self) -> float:
+        return self.t_end_s - self.t_start_s
+
+    @property
+    def t_framework_s(self) -> float:
+        return max(0.0, self.total_s - self.t_down_s - self.t_compute_s - self.t_up_s)
+
+
+def _or(v: float | None, default: float) -> float:
+    return default if v is None else v
+
+
+def message_times(event: Mapping[str, Any], measure: Any) -> MessageTimes:
+    """Combine one ``message`` event with the :class:`~fedbw.engines.emulate.MessageMeasure` it matches."""
+    span, down, up = measure.span, measure.down, measure.up
+    t_sent, t_replied = float(event["t_sent"]), float(event["t_replied"])
+    compute = float(event.get("compute_s") or 0.0)
+    if event.get("t_app_s") is not None:
+        # Synthetic compute is reported, not spent: on the wall clock it cannot exceed the app's time.
+        compute = min(compute, float(event["t_app_s"]))
+    down_first = _or(down.first_in_s, span.t_receiving_s)
+    down_last = _or(down.last_out_s, _or(span.t_received_s, down_first))
+    t_recv_app = event.get("t_recv")
+    t_reply_app = event.get("t_reply")
+    received = _or(span.t_received_s, down_last)
+    sending = _or(span.t_sending_s, received)
+    up_first = _or(up.first_in_s, sending)
+    up_last = _or(up.last_out_s, _or(span.t_sent_s, up_first))
+    parts = {
+        "supernode_poll_s": max(0.0, down_first - t_sent),
+        "clientapp_start_s": max(0.0, float(t_recv_app) - received) if t_recv_app is not None else 0.0,
+        "app_other_s": max(0.0, float(event.get("t_app_s") or 0.0) - compute),
+        "reply_pickup_s": max(0.0, up_first - float(t_reply_app)) if t_reply_app is not None else 0.0,
+        "serverapp_poll_s": max(0.0, t_replied - up_last),
+    }
+    bulk = {"down_bytes": down.bulk_bytes, "down_s": down.bulk_duration_s, "down_sender_idle_s": down.sender_idle_s,
+            "up_bytes": up.bulk_bytes, "up_s": up.bulk_duration_s, "up_sender_idle_s": up.sender_idle_s}
+    return MessageTimes(
+        client_id=measure.client_id, stage=str(event["stage"]), bytes_down=float(down.bytes), bytes_up=float(up.bytes),
+        flower_bytes_down=float(event.get("bytes_down") or 0), flower_bytes_up=float(event.get("bytes_up") or 0),
+        t_start_s=t_sent, t_end_s=t_replied, t_down_s=down.duration_s, t_compute_s=compute, t_up_s=up.duration_s,
+        parts=parts, error=event.get("error"), bulk=bulk)
+
+
+def match_round(events: Sequence[Mapping[str, Any]], measures: Sequence[Any], round_index: int,
+                ) -> list[tuple[Mapping[str, Any], Any | None]]:
+    """Pair each of the round's message events with its SuperNode span: per client, in order."""
+    spans_by_client: dict[int, list[Any]] = {}
+    for m in measures:
+        if m.round == round_index and m.span.message_type == "train":
+            spans_by_client.setdefault(m.client_id, []).append(m)
+    for lst in spans_by_client.values():
+        lst.sort(key=lambda m: m.span.index)
+    out: list[tuple[Mapping[str, Any], Any | None]] = []
+    seen: dict[int, int] = {}
+    for ev in sorted(events, key=lambda e: (e["client_id"], e["t_sent"])):
+        cid = int(ev["client_id"])
+        k = seen.get(cid, 0)
+        seen[cid] = k + 1
+        lst = spans_by_client.get(cid, [])
+        out.append((ev, lst[k] if k < len(lst) else None))
+    return out
+
+
+def round_records(run_id: str, engine: str, round_index: int, times: Sequence[MessageTimes],
+                  profile_of: Mapping[int, str], sampled: Sequence[int], dropped: Sequence[int],
+                  **round_fields: Any) -> tuple[list[ClientRoundRecord], RoundRecord]:
+    """Client and round records on the wall clock: each stage ends when the ServerApp has every reply."""
+    stages: list[str] = []
+    for t in sorted(times, key=lambda t: t.t_start_s):
+        if t.stage not in stages:
+            stages.append(t.stage)
+    clients: list[ClientRoundRecord] = []
+    by_client: dict[int, list[MessageTimes]] = {}
+    for t in times:
+        by_client.setdefault(t.client_id, []).append(t)
+    for cid in sorted(set(by_client) | set(sampled)):
+        rows = sorted(by_client.get(cid, []), key=lambda t: stages.index(t.stage))
+        recs = [StageRecord(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s, t.t_framework_s)
+                for t in rows if t.error is None]
+        is_dropped = cid in dropped or any(t.error for t in rows) or (cid in sampled and len(rows) < len(stages))
+        clients.append(ClientRoundRecord(run_id, engine, round_index, cid, profile_of.get(cid, "?"), recs,
+                                         dropped=is_dropped))
+    stage_times: dict[str, float] = {}
+    comm = compute = 0.0
+    framework_parts = dict.fromkeys(FRAMEWORK_PARTS, 0.0)
+    for s in stages:
+        rows = [t for t in times if t.stage == s and t.error is None]
+        if not rows:
+            continue
+        stage_times[s] = max(t.t_end_s for t in rows) - min(t.t_start_s for t in rows)
+        # The barrier-holder: the client whose upload finished last (the ServerApp pulls them together).
+        crit = max(rows, key=lambda t: t.t_end_s - t.parts.get("serverapp_poll_s", 0.0))
+        comm += crit.t_down_s + crit.t_up_s
+        compute += crit.t_compute_s
+        for k in FRAMEWORK_PARTS:
+            framework_parts[k] += crit.parts.get(k, 0.0)
+    ok = [t for t in times if t.error is None]
+    round_time = (max(t.t_end_s for t in ok) - min(t.t_start_s for t in ok)) if ok else 0.0
+    extra = {"clock": "wall", "bytes": "wire (shaper ledger)",
+             "flower_bytes_down_total": sum(t.flower_bytes_down for t in ok),
+             "flower_bytes_up_total": sum(t.flower_bytes_up for t in ok),
+             "framework_parts_s": framework_parts,
+             "dropped": sorted(c.client_id for c in clients if c.dropped)}
+    extra.update(round_fields.pop("extra", {}) or {})
+    record = RoundRecord(
+        run_id=run_id, engine=engine, round=round_index, num_clients=len(clients), round_time_s=round_time,
+        comm_time_s=comm, compute_time_s=compute, framework_time_s=max(0.0, round_time - comm - compute),
+        stage_times_s=stage_times, bytes_down_total=sum(c.bytes_down for c in clients),
+        bytes_up_total=sum(c.bytes_up for c in clients), extra=extra, **round_fields)
+    return clients, record
