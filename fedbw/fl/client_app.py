@@ -10,6 +10,7 @@ same bytes, the machine does almost no work.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import numpy as np
@@ -77,7 +78,11 @@ class FedbwClient(NumPyClient):
         server_round = int(config.get("round", 0))
         if s.synthetic:
             n = plan.clients[self.cid].num_samples
-            report_compute(self.ctx, plan.clients[self.cid].est_compute_s, float("nan"), n)
+            compute_s = plan.clients[self.cid].est_compute_s
+            if s.config.engine == "emulate":
+                # emulate runs on the wall clock: the device profile's compute time must really pass
+                time.sleep(compute_s)
+            report_compute(self.ctx, compute_s, float("nan"), n)
             return synthetic_update(parameters, s.config.seed, server_round, self.cid), n, {}
         from fedbw.fl.data import client_dataset, is_token_model
         from fedbw.fl.train import get_parameters, set_parameters, train
