@@ -28,10 +28,18 @@ def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = 
 
 def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
                  progress: Progress = NoProgress) -> RunResult:
+    from fedbw.fl.privacy.accounting import budget_stop, epsilon_schedule  # no Flower import
+
     result = RunResult(run_dir=writer.path.parent if writer else None)
-    for r in range(1, plan.rounds + 1):
+    # ε per round and the privacy budget's stop, exactly as the server computes them (same sampling)
+    epsilons = epsilon_schedule(plan.config, sampled=plan.sampled_clients)
+    stop = budget_stop(plan.config, plan.sampled_clients)
+    rounds = plan.rounds if stop is None else stop.rounds
+    result.stopped_early = None if stop is None else stop.message
+    for r in range(1, rounds + 1):
         timeline = estimate_round(plan, r)
-        clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline)
+        clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline,
+                                             epsilon=epsilons[r - 1] if epsilons else None)
         result.clients += clients
         result.rounds.append(rnd)
         if writer:

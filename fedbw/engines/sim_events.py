@@ -77,6 +77,7 @@ class RoundAssembler:
         self.current: dict[int, RoundEvents] = {}
         self.error: str | None = None
         self.ended = False
+        self.stopped_early: str | None = None  #: the server's reason for ending before training.rounds
         self.start: dict[str, Any] | None = None
         self.node_of: dict[int, int] = {}
 
@@ -103,6 +104,7 @@ class RoundAssembler:
             self.error = ev.get("message", "unknown error")
         elif kind == "end":
             self.ended = True
+            self.stopped_early = ev.get("stopped_early")
         return None
 
 

@@ -151,6 +151,9 @@ def run_simulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
 
     if writer is None:
         raise RunError("the simulate engine writes records into a run directory; pass a RecordWriter")
+    from fedbw.fl.privacy.accounting import accountant_from_config
+
+    accountant_from_config(plan.config)  # a max_epsilon below one round's ε: one ConfigError now, not in the child
     run_dir = writer.path.parent
     device = resolve_device(plan.config.device)
     write_run_metadata(run_dir, plan.config, device=describe_device(device))
@@ -181,7 +184,8 @@ def run_simulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
             time.sleep(POLL_S)
         consume()
         code = child.poll()
-    if code != 0 or assembler.error or len(result.rounds) < plan.rounds:
+    result.stopped_early = assembler.stopped_early  # privacy.dp.max_epsilon ended the run before training.rounds
+    if code != 0 or assembler.error or (len(result.rounds) < plan.rounds and not result.stopped_early):
         why = assembler.error or f"the simulation process exited with code {code}"
         raise RunError(f"simulate stopped after {len(result.rounds)} of {plan.rounds} round(s): {why}\n"
                        f"--- {run_dir / LOG_FILE} (last lines) ---\n{_log_tail(run_dir / LOG_FILE)}"

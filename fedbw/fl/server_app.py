@@ -25,7 +25,7 @@ from fedbw.fl.events import END, ERROR, NODES, START, EventLog
 from fedbw.fl.measure import MeasuringGrid
 from fedbw.fl.settings import AppSettings, settings_for
 from fedbw.fl.strategy import NODE_WAIT_S, PlanFedAvg, RoundState, centralized_evaluator
-from fedbw.fl.wiring import fit_workflow, round_epsilon, wrap_strategy
+from fedbw.fl.wiring import fit_workflow, privacy_budget, wrap_strategy
 
 HELLO_TYPE = "get_properties"
 
@@ -86,13 +86,16 @@ def main(grid: Grid, context: Context) -> None:
         state = RoundState()
         client_of = {n: c for c, n in node_of.items()}
         measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure)
+        budget = privacy_budget(settings)  # one accountant per run; caps rounds at privacy.dp.max_epsilon
+        # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups.
         strategy = PlanFedAvg(settings, log, state, node_of, centralized_evaluator(settings),
-                              epsilon_fn=round_epsilon(settings), initial_parameters=initial_parameters(settings))
-        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=plan.rounds),
+                              epsilon_fn=lambda r: budget.step(plan.sampled_clients(r)),
+                              initial_parameters=initial_parameters(settings))
+        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=budget.rounds),
                                strategy=wrap_strategy(settings, strategy))
         workflow = DefaultWorkflow(fit_workflow=fit_workflow(settings))
         workflow(measured, legacy)
-        log.emit(END, t=time.perf_counter())
+        log.emit(END, t=time.perf_counter(), rounds=budget.rounds, stopped_early=budget.stop_reason)
     except BaseException as exc:
         log.emit(ERROR, message=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
         raise

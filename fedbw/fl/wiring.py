@@ -1,26 +1,28 @@
 """The hook points where privacy and compression plug into the apps — one function per side.
 
-* :func:`client_mods` — the ClientApp's mod stack, outermost first. ``measure_mod`` stays outermost so
-  it sees the final reply (after masking, clipping or encoding) and times everything inside it.
+* :func:`client_mods` — the ClientApp's mod stack, outermost first: ``measure_mod`` outermost (it sees
+  the final reply, after masking, clipping or encoding, and times everything inside it), then
+  :func:`fedbw.fl.privacy.build_client_mods` (SecAgg+ → codec → DP clipping/noise).
 * :func:`fit_workflow` — the ServerApp's fit workflow: ``None`` = Flower's default FedAvg exchange,
-  or Flower's own ``SecAggPlusWorkflow`` when ``privacy.secagg`` is enabled (stock mode).
-* :func:`wrap_strategy` — a chance to wrap the legacy strategy (e.g. DP wrappers) before it runs.
-* :func:`round_epsilon` — ε spent after each round (a DP accountant), logged with the round's end.
+  Flower's ``SecAggPlusWorkflow`` (stock) or fedbw's ``PackedSecAggPlusWorkflow`` (packed).
+* :func:`wrap_strategy` — DP wrapper around the legacy strategy, codec decoding outermost.
+* :func:`privacy_budget` — the run's ε accountant and how many rounds fit ``privacy.dp.max_epsilon``.
 
-Packed SecAgg+, DP wrappers, ε accounting and codecs (fedbw/fl/privacy, fedbw/fl/compress*) extend
-these three functions; nothing else in the apps needs to change.
+All the privacy logic lives in :mod:`fedbw.fl.privacy`; this module only adapts it to the apps.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from flwr.app import Context, Message
-from flwr.client.mod import make_ffn, secaggplus_mod
+from flwr.client.mod import make_ffn
 from flwr.server.strategy import Strategy
 
-from fedbw.errors import ConfigError
+from fedbw.fl import privacy
 from fedbw.fl.measure import measure_mod
+from fedbw.fl.privacy.accounting import PrivacyAccountant, accountant_from_config, budget_stop
 from fedbw.fl.settings import AppSettings, settings_for
 
 ClientMod = Callable[[Message, Context, Callable[[Message, Context], Message]], Message]
@@ -29,42 +31,42 @@ Workflow = Callable[..., None]
 
 def client_mods(settings: AppSettings) -> list[ClientMod]:
     """Mods for this run's ClientApp, outermost first."""
-    mods: list[ClientMod] = []
-    if settings.measure:
-        mods.append(measure_mod)
-    sa = settings.config.privacy.secagg
-    if sa.enabled:
-        if sa.mode != "stock":
-            raise ConfigError(f'privacy.secagg.mode = "{sa.mode}" is not wired into the Flower apps yet; '
-                              'use mode = "stock" with engine simulate/emulate, or engine = "estimate"')
-        mods.append(secaggplus_mod)
-    return mods
+    return ([measure_mod] if settings.measure else []) + privacy.build_client_mods(settings.config)
 
 
 def fit_workflow(settings: AppSettings) -> Workflow | None:
     """The server's fit workflow; ``None`` means Flower's default (plain FedAvg exchange)."""
-    sa = settings.config.privacy.secagg
-    if not sa.enabled:
-        return None
-    if sa.mode != "stock":
-        raise ConfigError(f'privacy.secagg.mode = "{sa.mode}" is not wired into the Flower apps yet; '
-                          'use mode = "stock"')
-    from flwr.server.workflow import SecAggPlusWorkflow
-
-    return SecAggPlusWorkflow(num_shares=sa.num_shares, reconstruction_threshold=sa.reconstruction_threshold,
-                              max_weight=sa.max_weight, clipping_range=sa.clipping_range,
-                              quantization_range=sa.quantization_range, modulus_range=sa.modulus_range,
-                              timeout=sa.timeout_s)
+    return privacy.build_fit_workflow(settings.config)
 
 
 def wrap_strategy(settings: AppSettings, strategy: Strategy) -> Strategy:
-    """Wrap the legacy strategy (DP wrappers go here); plain runs use it as is."""
-    return strategy
+    """DP wrapper around the strategy and codec decoding outermost (plain runs get it back as is).
+
+    Flower's DP wrappers do not forward attribute lookups: callers keep their own reference to the
+    strategy they passed in.
+    """
+    return privacy.wrap_strategy(settings.config, strategy)
 
 
-def round_epsilon(settings: AppSettings) -> Callable[[int], float | None] | None:
-    """``f(round) -> ε`` after that round, or ``None`` when the run spends no privacy budget."""
-    return None
+@dataclass
+class PrivacyBudget:
+    """What the server needs from the accountant: rounds to run, ε per round, why it stops early."""
+
+    accountant: PrivacyAccountant | None
+    rounds: int  #: rounds the server runs (≤ training.rounds)
+    stop_reason: str | None  #: set when the budget, not training.rounds, ends the run
+
+    def step(self, participants: list[int]) -> float | None:
+        """ε after a finished round with these participants (None when DP is off)."""
+        return None if self.accountant is None else self.accountant.step(participants)
+
+
+def privacy_budget(settings: AppSettings) -> PrivacyBudget:
+    """The run's accountant (one per run) and its round cap from ``privacy.dp.max_epsilon``."""
+    cfg = settings.config
+    stop = budget_stop(cfg, settings.plan.sampled_clients)
+    return PrivacyBudget(accountant_from_config(cfg), cfg.training.rounds if stop is None else stop.rounds,
+                         None if stop is None else stop.message)
 
 
 def fedbw_mod(msg: Message, context: Context, call_next: Callable[[Message, Context], Message]) -> Message:

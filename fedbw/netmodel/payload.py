@@ -64,20 +64,21 @@ def array_bytes(params: int, num_arrays: int, bytes_per_value: float) -> float:
 def update_bytes(params: int, num_arrays: int, codec: str = "none", topk_fraction: float = 0.01) -> float:
     """Uplink payload of one client update after compression.
 
-    fp16 halves, int8 quarters (plus one float32 scale per tensor), top-k keeps ⌈f·P⌉ values and pays
-    a 4-byte index for each — so top-k only saves bytes below f = 0.5.
+    fp16 halves, int8 quarters (plus one extra float32 array holding each tensor's scale), top-k keeps
+    ⌈f·P⌉ values and pays a 4-byte index for each, in two arrays (indices, values) whatever the model's
+    tensor count — so top-k only saves bytes below f = 0.5. Array counts as fedbw.fl.compress sends them.
     """
     if codec == "none":
         return array_bytes(params, num_arrays, 4)
     if codec == "fp16":
         return array_bytes(params, num_arrays, 2)
     if codec == "int8":
-        return array_bytes(params, num_arrays, 1) + 4 * num_arrays
+        return array_bytes(params, num_arrays + 1, 1) + 4 * num_arrays
     if codec == "topk":
         if not 0 < topk_fraction <= 1:
             raise ValueError(f"topk_fraction must be in (0, 1], got {topk_fraction}")
         k = math.ceil(topk_fraction * params)
-        return k * (4 + 4) + num_arrays * ARRAY_OVERHEAD_BYTES
+        return k * (4 + 4) + 2 * ARRAY_OVERHEAD_BYTES
     raise ValueError(f"unknown codec {codec!r}; choose from {', '.join(CODECS)}")
 
 

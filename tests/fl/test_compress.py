@@ -93,6 +93,18 @@ def test_measured_byte_ratios():
     assert 40 <= ratios["topk"] <= 50  # 8 B per kept value (int32 index + float32) for 1 % of 4 B values
 
 
+@pytest.mark.parametrize("codec", ["none", "fp16", "int8", "topk"])
+def test_netmodel_update_bytes_match_the_encoded_arrays(codec):
+    """The estimate engine's uplink size (netmodel.payload.update_bytes) is what the codec sends."""
+    from fedbw.netmodel.payload import update_bytes
+
+    d = update(5)
+    sent = d if codec == "none" else encode(d, codec, 0.01)
+    params = sum(a.size for a in d)
+    # within the per-array overhead's fitting spread, far below one array's overhead (437 B)
+    assert abs(update_bytes(params, len(d), codec, 0.01) - serialized_bytes(sent)) <= 16 * len(sent)
+
+
 def test_encode_within_norm_bounds_the_decoded_norm():
     d = update(4, scale=1.0)
     clip = 0.9 * l2_norm(d)

@@ -12,9 +12,9 @@ def test_codec_sizes():
     base = update_bytes(P, A, "none")
     assert base == 4 * P + A * payload.ARRAY_OVERHEAD_BYTES
     assert update_bytes(P, A, "fp16") == 2 * P + A * payload.ARRAY_OVERHEAD_BYTES
-    assert update_bytes(P, A, "int8") == P + A * payload.ARRAY_OVERHEAD_BYTES + 4 * A
+    assert update_bytes(P, A, "int8") == P + (A + 1) * payload.ARRAY_OVERHEAD_BYTES + 4 * A  # + the scales array
     # top-k pays an index per value: 1 % keeps 10,000 values at 8 bytes each
-    assert update_bytes(P, A, "topk", 0.01) == math.ceil(0.01 * P) * 8 + A * payload.ARRAY_OVERHEAD_BYTES
+    assert update_bytes(P, A, "topk", 0.01) == math.ceil(0.01 * P) * 8 + 2 * payload.ARRAY_OVERHEAD_BYTES  # idx, values
 
 
 def test_plain_fedavg_is_one_exchange_of_float32():

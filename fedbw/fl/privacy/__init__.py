@@ -36,6 +36,8 @@ _EXPORTS = {
     "accountant_from_config": "fedbw.fl.privacy.accounting",
     "epsilon_schedule": "fedbw.fl.privacy.accounting",
     "rounds_within_budget": "fedbw.fl.privacy.accounting",
+    "budget_stop": "fedbw.fl.privacy.accounting",
+    "BudgetStop": "fedbw.fl.privacy.accounting",
     "PackedSecAggPlusWorkflow": "fedbw.fl.privacy.secagg_packed",
     "packed_secaggplus_mod": "fedbw.fl.privacy.secagg_packed",
 }

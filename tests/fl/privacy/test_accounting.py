@@ -25,6 +25,17 @@ def test_opacus_rdp_reference_vector():
     assert rdp_gaussian_epsilon(1.5, 2250, 1e-5, sample_rate=0.04) == pytest.approx(7.3293, abs=1e-3)
 
 
+@pytest.mark.parametrize("sigma, q, steps", [(1.5, 0.04, 2250), (1.0, 5 / 6, 3), (0.3, 1.0, 7)])
+def test_scaled_one_step_rdp_equals_dp_accountings_own_composition(sigma, q, steps):
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    event = dp_event.GaussianDpEvent(sigma)
+    acc = rdp_privacy_accountant.RdpAccountant()
+    acc.compose(dp_event.PoissonSampledDpEvent(q, event) if q < 1 else event, steps)
+    assert rdp_gaussian_epsilon(sigma, steps, 1e-5, sample_rate=q) == acc.get_epsilon(1e-5)
+
+
 def test_central_accountant_steps_match_the_closed_count():
     acc = PrivacyAccountant(mode="central", delta=1e-5, noise_multiplier=1.5, sample_rate=0.04)
     assert acc.epsilon_after(2250) == pytest.approx(7.3293, abs=1e-3)
@@ -130,3 +141,56 @@ def test_schedule_and_rounds_within_budget():
     assert 0 < n < 20 and sched[n - 1] <= 8.0 < sched[n]
     assert rounds_within_budget(_cfg(noise_multiplier=1.0)) == 3  # no budget: training.rounds (default 3)
     assert epsilon_schedule(config_from_dict({"engine": "estimate"})) == []
+
+
+def _local(rounds, max_epsilon=None):
+    return config_from_dict({"engine": "estimate", "seed": 3, "clients": {"total": 6, "per_round": 2},
+                             "training": {"rounds": rounds},
+                             "privacy": {"dp": {"enabled": True, "mode": "local", "local_epsilon": 0.5,
+                                                "local_delta": 1e-7, "local_accounting": "basic",
+                                                "max_epsilon": max_epsilon}}})
+
+
+def test_local_schedule_follows_the_plans_sampling_and_the_worst_case_without_it():
+    from fedbw.plan import build_plan
+
+    c = _local(8)
+    plan = build_plan(c)
+    released: dict[int, int] = {}
+    expected = []
+    for r in range(1, 9):  # basic composition: ε = ε₀ × (releases of the client that released most)
+        for cid in plan.sampled_clients(r):
+            released[cid] = released.get(cid, 0) + 1
+        expected.append(0.5 * max(released.values()))
+    assert epsilon_schedule(c, sampled=plan.sampled_clients) == pytest.approx(expected)
+    assert epsilon_schedule(c) == pytest.approx([0.5 * r for r in range(1, 9)])  # worst case: one client every round
+    assert expected[-1] < 4.0  # 2 of 6 per round: nobody is sampled in all 8 rounds with this seed
+
+
+def test_budget_stop_names_the_round_and_the_epsilon_it_would_reach():
+    from fedbw.fl.privacy.accounting import budget_stop
+
+    c = config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5}, "training": {"rounds": 20},
+                          "privacy": {"dp": {"enabled": True, "noise_multiplier": 1.0, "max_epsilon": 8.0}}})
+    stop = budget_stop(c)
+    sched = epsilon_schedule(c)
+    assert stop.rounds == rounds_within_budget(c) and stop.next_epsilon == sched[stop.rounds]
+    assert stop.message == (f"stopped after round {stop.rounds}: the next round would exceed max_epsilon = 8 "
+                            f"(ε would be {sched[stop.rounds]:.4g})")
+    assert budget_stop(_cfg(noise_multiplier=1.0)) is None
+
+
+def test_estimate_engine_reports_the_servers_epsilon_and_stops_at_the_same_round():
+    from fedbw.engines.estimate import run_estimate
+    from fedbw.fl.privacy.accounting import budget_stop
+    from fedbw.plan import build_plan
+
+    c = _local(8, max_epsilon=1.6)
+    plan = build_plan(c)
+    stop = budget_stop(c, plan.sampled_clients)
+    res = run_estimate(plan, "t")
+    assert stop is not None and len(res.rounds) == stop.rounds < 8 and res.stopped_early == stop.message
+    assert [r.epsilon for r in res.rounds] == epsilon_schedule(c, sampled=plan.sampled_clients)[:stop.rounds]
+    assert res.rounds[-1].epsilon <= 1.6 < stop.next_epsilon
+    free = run_estimate(build_plan(_local(3)), "t")
+    assert len(free.rounds) == 3 and free.stopped_early is None and free.rounds[0].epsilon == 0.5

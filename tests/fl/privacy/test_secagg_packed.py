@@ -149,3 +149,21 @@ def test_stock_clients_against_the_packed_workflow_still_aggregate():
     out = global_model(ctx)
     assert all(a.dtype == np.float32 for a in out)
     assert max_err(out, exact_average(list(range(N)))) <= quantization_tolerance(list(range(N))) + 1e-6
+
+
+def test_same_quantization_gives_the_identical_aggregate():
+    """With Flower's stochastic rounding fed the same random draws, packed and stock SecAgg+ unmask the
+    same integer sum: packed's global model is stock's float64 aggregate, rounded to float32, exactly."""
+    import random
+
+    def aggregate(mods, cls):
+        random.seed(7)
+        np.random.seed(7)  # flwr's _stochastic_round draws from numpy's global generator
+        return global_model(run(mods, workflow(cls))[1])
+
+    stock = aggregate([secaggplus_mod], SecAggPlusWorkflow)
+    packed = aggregate([packed_secaggplus_mod], PackedSecAggPlusWorkflow)
+    assert all(np.array_equal(s.astype(np.float32), p) for s, p in zip(stock, packed))
+    np.random.seed(8)
+    other = global_model(run([secaggplus_mod], workflow(SecAggPlusWorkflow))[1])
+    assert not all(np.array_equal(s, o) for s, o in zip(stock, other))  # the seed really decides the rounding

@@ -1,8 +1,8 @@
 """The integration functions inside fedbw's real ServerApp/ClientApp (small-cnn on digits, real training),
 driven in-process on the loopback grid.
 
-Until the apps call :mod:`fedbw.fl.privacy` themselves, the test routes their three hook points in
-``fedbw.fl.wiring`` to it; afterwards the patch changes nothing.
+Nothing is patched: the apps take their mods, workflow, strategy wrapper and ε accountant from the
+plan through ``fedbw.fl.wiring``, exactly as in ``fedbw run``.
 """
 
 from __future__ import annotations
@@ -15,26 +15,20 @@ from flwr.common.constant import SUPERLINK_NODE_ID
 
 from fedbw.config import config_from_dict
 from fedbw.fl.events import ROUND_END
-from fedbw.fl.privacy import build_client_mods, build_fit_workflow, wrap_strategy
+from fedbw.fl.privacy import budget_stop, epsilon_schedule
 from fedbw.fl.privacy.loopback import LoopbackGrid, task_identity
 
 CLIENTS, ROUNDS = 5, 2
 
 
-def _run(tmp_path, monkeypatch, **sections):
+def _run(tmp_path, **sections):
     import fedbw.fl.client_app as client_app
     import fedbw.fl.server_app as server_app
-    import fedbw.fl.wiring as wiring
-    from fedbw.fl.measure import measure_mod
     from fedbw.fl.settings import PLAN_KEY, write_plan_file
 
-    monkeypatch.setattr(wiring, "client_mods",
-                        lambda s: ([measure_mod] if s.measure else []) + build_client_mods(s.config))
-    monkeypatch.setattr(server_app, "fit_workflow", lambda s: build_fit_workflow(s.config))
-    monkeypatch.setattr(server_app, "wrap_strategy", lambda s, st: wrap_strategy(s.config, st))
-    cfg = config_from_dict({"engine": "simulate", "device": "cpu", "seed": 1,
-                            "clients": {"total": CLIENTS, "per_round": CLIENTS},
-                            "training": {"rounds": ROUNDS}, **sections})
+    base = {"engine": "simulate", "device": "cpu", "seed": 1, "clients": {"total": CLIENTS, "per_round": CLIENTS},
+            "training": {"rounds": ROUNDS}}
+    cfg = config_from_dict({**base, **sections})
     tmp_path.mkdir(parents=True, exist_ok=True)
     plan = write_plan_file(tmp_path, cfg, "cpu")
     grid = LoopbackGrid(client_app.app, CLIENTS)
@@ -45,14 +39,13 @@ def _run(tmp_path, monkeypatch, **sections):
     with task_identity(1, SUPERLINK_NODE_ID):
         server_app.main(grid, server_ctx)
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    return grid, [e for e in events if e["event"] == ROUND_END]
+    return grid, [e for e in events if e["event"] == ROUND_END], events[-1]
 
 
 @pytest.mark.slow
-def test_packed_secagg_in_fedbw_apps_matches_plain_fedavg(tmp_path, monkeypatch):
-    plain_grid, plain_ends = _run(tmp_path / "plain", monkeypatch)
-    packed_grid, packed_ends = _run(tmp_path / "packed", monkeypatch,
-                                    privacy={"secagg": {"enabled": True, "mode": "packed"}})
+def test_packed_secagg_in_fedbw_apps_matches_plain_fedavg(tmp_path):
+    plain_grid, plain_ends, _ = _run(tmp_path / "plain")
+    packed_grid, packed_ends, _ = _run(tmp_path / "packed", privacy={"secagg": {"enabled": True, "mode": "packed"}})
     assert len(plain_ends) == len(packed_ends) == ROUNDS
     for a, b in zip(plain_ends, packed_ends):  # SecAgg+ quantization barely moves training
         assert b["loss"] == pytest.approx(a["loss"], abs=0.02)
@@ -63,3 +56,22 @@ def test_packed_secagg_in_fedbw_apps_matches_plain_fedavg(tmp_path, monkeypatch)
         assert max(e.bytes_up for e in ex) <= 1.02 * plain_up
         assert max(e.bytes_down for e in ex) <= 1.02 * max(e.bytes_down for e in plain_grid.exchanges
                                                            if e.stage == "train")
+
+
+@pytest.mark.slow
+def test_secagg_with_client_side_dp_reports_epsilon_and_stops_at_the_budget(tmp_path):
+    """Stock SecAgg+ with client-side clipping; the budget allows 2 of 3 rounds (4 of 5 clients sampled)."""
+    dp = {"enabled": True, "mode": "central-client-fixed", "noise_multiplier": 1.0, "clipping_norm": 5.0}
+    sections = {"clients": {"total": CLIENTS, "per_round": CLIENTS - 2}, "training": {"rounds": 3},
+                "privacy": {"secagg": {"enabled": True}, "dp": dp}}
+    probe = config_from_dict({"engine": "estimate", **sections})
+    eps = epsilon_schedule(probe)
+    dp["max_epsilon"] = (eps[1] + eps[2]) / 2
+    cfg = config_from_dict({"engine": "estimate", **sections})
+    stop = budget_stop(cfg)
+    assert stop is not None and stop.rounds == 2
+    _, ends, last = _run(tmp_path, **sections)
+    assert [e["round"] for e in ends] == [1, 2]
+    assert [e["epsilon"] for e in ends] == pytest.approx(eps[:2])
+    assert last["event"] == "end" and last["stopped_early"] == stop.message
+    assert all(e["loss"] is not None and e["loss"] == e["loss"] for e in ends)  # finite: noise at this scale trains
