@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fedbw.errors import FedbwError
 
@@ -29,7 +30,7 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except FedbwError as exc:
-            err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished rounds are kept in the run directory.")

@@ -76,6 +76,11 @@ class Plan:
 
 
 def build_plan(cfg: ExperimentConfig) -> Plan:
+    if cfg.privacy.dp.enabled:
+        # a max_epsilon below one round's ε fails here, before any run directory or process exists
+        from fedbw.fl.privacy.accounting import accountant_from_config
+
+        accountant_from_config(cfg)
     model = catalog.get_model(cfg.model.name)
     device = catalog.get_device_profile(cfg.clients.device_profile)
     samples = samples_per_client(cfg, model)

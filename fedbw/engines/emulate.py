@@ -616,7 +616,9 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
     if res is not None:
         _write_summary(run_dir / SUMMARY_FILE, res, recorder)
     halted = [i for i in (res.issues if res is not None else []) if "halted" in i]
-    if halted or failure is not None or recorder.assembler.error or len(recorder.rounds) < plan.rounds:
+    result.stopped_early = recorder.assembler.stopped_early  # privacy.dp.max_epsilon ended the run early
+    short = len(recorder.rounds) < plan.rounds and not result.stopped_early
+    if halted or failure is not None or recorder.assembler.error or short:
         why = ("; ".join(halted) or recorder.assembler.error
                or (str(failure) if failure else "the ServerApp ended early"))
         secagg = cfg.privacy.secagg

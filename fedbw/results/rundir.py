@@ -14,9 +14,13 @@ from fedbw.config import ExperimentConfig, config_to_dict
 
 
 def new_run_dir(cfg: ExperimentConfig, engine: str) -> Path:
-    """A fresh directory ``<output_dir>/<name>-<engine>-<UTC stamp>`` (suffixed if it exists)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    base = Path(cfg.output_dir) / f"{cfg.name}-{engine}-{stamp}"
+    """A fresh directory ``<output_dir>/<name>-<engine>-<UTC stamp>``."""
+    return fresh_stamped_dir(Path(cfg.output_dir), f"{cfg.name}-{engine}")
+
+
+def fresh_stamped_dir(parent: Path, stem: str) -> Path:
+    """Create ``<parent>/<stem>-<UTC stamp>``, suffixed -2, -3… when runs start in the same second."""
+    base = Path(parent) / f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     path, n = base, 1
     while path.exists():
         n += 1

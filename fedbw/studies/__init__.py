@@ -1,0 +1,11 @@
+"""Studies: one config, several variants, every variant re-timed on several link profiles — one table.
+
+``fedbw study FILE`` reads a study file (:mod:`.spec`), runs each variant once (:mod:`.run`), lays the
+bytes each round exchanged on every profile of the study (:mod:`.retime`) and writes the table as
+JSON, Markdown and a bar chart (:mod:`.output`). experiments/privacy-overhead.toml is the example.
+"""
+
+from fedbw.studies.run import StudyResult, StudyRow, run_study
+from fedbw.studies.spec import Study, load_study
+
+__all__ = ["Study", "StudyResult", "StudyRow", "load_study", "run_study"]

@@ -1,0 +1,76 @@
+"""Re-timing: what a run's rounds would have taken with every sampled client on one link profile.
+
+Bytes and compute do not depend on the link (the virtual clock only lays them on it), so one run per
+variant answers every profile: each round's measured exchanges (simulate: the event log; estimate: the
+plan's predicted sizes) go through :func:`fedbw.netmodel.round_timeline` again on the profile's link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedbw import catalog
+from fedbw.catalog.links import TCP_ETHERNET_EFFICIENCY
+from fedbw.engines.sim_events import RoundAssembler, client_compute_s, measured_exchanges, read_events
+from fedbw.netmodel import ClientLink, MessageSizes, round_timeline
+from fedbw.netmodel.timeline import RoundTimeline
+from fedbw.plan import Plan
+
+
+@dataclass(frozen=True)
+class RoundTraffic:
+    """What one round exchanged: per sampled client, its stage messages and its compute time."""
+
+    round: int
+    clients: list[int]
+    exchanges: dict[int, list[MessageSizes]]
+    compute_s: dict[int, float]
+
+    def bytes_per_client(self) -> tuple[float, float]:
+        """Mean (up, down) bytes per sampled client over all stages of the round."""
+        ups = [sum(m.bytes_up for m in self.exchanges[c]) for c in self.clients]
+        downs = [sum(m.bytes_down for m in self.exchanges[c]) for c in self.clients]
+        return sum(ups) / len(ups), sum(downs) / len(downs)
+
+
+def profile_link(name: str) -> ClientLink:
+    """The payload link of a catalog profile (line rates × TCP/Ethernet efficiency), as the plan builds it."""
+    p = catalog.get_link_profile(name)
+    return ClientLink(p.up_mbps * TCP_ETHERNET_EFFICIENCY, p.down_mbps * TCP_ETHERNET_EFFICIENCY, p.rtt_ms / 1e3)
+
+
+def retime(traffic: RoundTraffic, link: ClientLink) -> RoundTimeline:
+    """The round's timeline with every one of its clients on ``link`` (same bytes, same compute)."""
+    rows = [(cid, link, traffic.compute_s.get(cid, 0.0)) for cid in traffic.clients]
+    return round_timeline(rows, lambda cid: traffic.exchanges[cid])
+
+
+def traffic_from_events(events: list[dict]) -> list[RoundTraffic]:
+    """Finished rounds of a simulate (or emulate) event log."""
+    assembler, out = RoundAssembler(), []
+    for ev in events:
+        rnd = assembler.add(ev)
+        if rnd is None:
+            continue
+        exchanges, compute = measured_exchanges(rnd), client_compute_s(rnd)
+        ids = [c for c in (rnd.clients or sorted(exchanges)) if c in exchanges]
+        if ids:
+            out.append(RoundTraffic(rnd.round, ids, exchanges, compute))
+    return out
+
+
+def traffic_from_run_dir(run_dir: Path) -> list[RoundTraffic]:
+    from fedbw.fl.settings import EVENTS_FILE
+
+    return traffic_from_events(read_events(Path(run_dir) / EVENTS_FILE))
+
+
+def traffic_from_plan(plan: Plan, rounds: int) -> list[RoundTraffic]:
+    """The estimate engine's rounds: predicted sizes and analytic compute."""
+    out = []
+    for r in range(1, rounds + 1):
+        ids = plan.sampled_clients(r)
+        ex = plan.predicted_exchanges(r)
+        out.append(RoundTraffic(r, list(ids), {c: ex for c in ids}, {c: plan.clients[c].est_compute_s for c in ids}))
+    return out

@@ -1,0 +1,127 @@
+"""Run a study: each variant once on its engine, then one row per (variant, profile)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from fedbw.config import config_from_dict, config_to_dict
+from fedbw.engines.base import NoProgress, Progress, RunResult
+from fedbw.errors import FedbwError, RunError
+from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
+from fedbw.studies.retime import RoundTraffic, profile_link, retime, traffic_from_plan, traffic_from_run_dir
+from fedbw.studies.spec import Study, Variant
+
+
+@dataclass
+class StudyRow:
+    """One variant on one profile. Per-round figures are steady-state means: rounds ≥ 2 when the run
+    has them (stock SecAgg+ downloads a float64 model from round 2 on), else round 1."""
+
+    variant: str
+    profile: str
+    rounds: int  #: rounds the variant ran
+    steady_rounds: list[int]
+    bytes_up_per_client: float
+    bytes_down_per_client: float
+    round1_time_s: float
+    round_time_s: float
+    comm_time_s: float
+    compute_time_s: float
+    comm_fraction: float
+    bandwidth_bound: bool
+    epsilon: float | None  #: after the last round
+    accuracy: float | None  #: after the last round
+    loss: float | None
+    uplink_ratio: float | None = None  #: bytes up per client / the baseline variant's
+
+
+@dataclass
+class StudyResult:
+    study: Study
+    study_dir: Path
+    rows: list[StudyRow] = field(default_factory=list)
+    run_dirs: dict[str, Path] = field(default_factory=dict)
+    stopped_early: dict[str, str] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    started_utc: str = ""
+    command: str | None = None
+
+
+def new_study_dir(output_dir: str, name: str) -> Path:
+    """``<output_dir>/<name>-<UTC stamp>`` (suffixed if it exists)."""
+    from fedbw.results.rundir import fresh_stamped_dir
+
+    return fresh_stamped_dir(Path(output_dir), name)
+
+
+def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str], run: RunResult) -> list[StudyRow]:
+    """Re-time every round of one variant on each profile and average its steady-state rounds."""
+    if not traffic:
+        raise RunError(f"variant {variant}: the run finished no round, so there is nothing to re-time")
+    steady = [t for t in traffic if t.round >= 2] or traffic
+    last = run.rounds[-1] if run.rounds else None
+    ups, downs = zip(*(t.bytes_per_client() for t in steady))
+    rows = []
+    for profile in profiles:
+        link = profile_link(profile)
+        first = retime(traffic[0], link)
+        tls = [retime(t, link) for t in steady]
+        total = sum(tl.round_time_s for tl in tls)
+        comm = sum(tl.comm_time_s for tl in tls)
+        frac = comm / total if total > 0 else 0.0
+        rows.append(StudyRow(
+            variant=variant, profile=profile, rounds=len(traffic), steady_rounds=[t.round for t in steady],
+            bytes_up_per_client=sum(ups) / len(ups), bytes_down_per_client=sum(downs) / len(downs),
+            round1_time_s=first.round_time_s, round_time_s=total / len(tls), comm_time_s=comm / len(tls),
+            compute_time_s=sum(tl.compute_time_s for tl in tls) / len(tls), comm_fraction=frac,
+            bandwidth_bound=frac > BANDWIDTH_BOUND_FRACTION,
+            epsilon=None if last is None else last.epsilon, accuracy=None if last is None else last.accuracy,
+            loss=None if last is None else last.loss))
+    return rows
+
+
+def set_uplink_ratios(rows: list[StudyRow], baseline: str) -> None:
+    base = {r.profile: r.bytes_up_per_client for r in rows if r.variant == baseline}
+    for r in rows:
+        b = base.get(r.profile)
+        r.uplink_ratio = r.bytes_up_per_client / b if b else None
+
+
+def _run_variant(v: Variant, study_dir: Path, progress: Progress) -> RunResult:
+    from fedbw.runner import run_experiment
+
+    cfg = config_from_dict(config_to_dict(v.config), [f"name={json.dumps(v.name)}",
+                                                      f"output_dir={json.dumps(str(study_dir))}"],
+                           source=f"variant {v.name}")
+    return run_experiment(cfg, progress)
+
+
+def run_study(study: Study, progress: Progress = NoProgress,
+              on_variant: Callable[[int, int, Variant], None] = lambda i, n, v: None,
+              command: str | None = None) -> StudyResult:
+    """Run every variant, re-time it on every profile, write study.json, study.md and study.png."""
+    from fedbw.plan import build_plan
+    from fedbw.studies.output import write_outputs
+
+    result = StudyResult(study, new_study_dir(study.output_dir, study.name),
+                         started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), command=command)
+    for i, v in enumerate(study.variants):
+        on_variant(i, len(study.variants), v)
+        try:
+            run = _run_variant(v, result.study_dir, progress)
+        except FedbwError as exc:
+            raise type(exc)(f"study {study.name}, variant {v.name}: {exc}") from None
+        assert run.run_dir is not None
+        result.run_dirs[v.name] = run.run_dir
+        if run.stopped_early:
+            result.stopped_early[v.name] = run.stopped_early
+        traffic = (traffic_from_run_dir(run.run_dir) if v.config.engine == "simulate"
+                   else traffic_from_plan(build_plan(v.config), len(run.rounds)))
+        result.rows += profile_rows(v.name, traffic, study.profiles, run)
+    set_uplink_ratios(result.rows, study.baseline)
+    result.files = write_outputs(result)
+    return result
