@@ -221,21 +221,9 @@ def _group_runs_flower(pgid: int) -> bool:
 
 def _group_has_live_members(pgid: int) -> bool:
     """True if a non-zombie process with this process group id exists (Linux /proc scan)."""
-    proc = Path("/proc")
-    if not proc.exists():  # pragma: no cover - non-Linux: trust killpg
+    if not Path("/proc").exists():  # pragma: no cover - non-Linux: trust killpg
         return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses
-        rest = stat[stat.rfind(")") + 2:].split()
-        if len(rest) >= 3 and int(rest[2]) == pgid and rest[0] != "Z":
-            return True
-    return False
+    return any(pgrp == pgid and state != "Z" for _, pgrp, state in _proc_table().values())
 
 
 _ANSI = None
