@@ -560,7 +560,7 @@ class _RoundRecorder:
                 times.append(message_times(ev_msg, meas))
             clients, record = round_records(
                 self.run_id, ENGINE, rnd.round, times, self.profile_of, rnd.clients or [], self.dropped(),
-                loss=rnd.loss, accuracy=rnd.accuracy, wall_time_s=rnd.wall_time_s)
+                loss=rnd.loss, accuracy=rnd.accuracy, epsilon=rnd.epsilon, wall_time_s=rnd.wall_time_s)
             extras = {m["client_id"]: m for m in rnd.messages if m.get("num_examples") is not None}
             for c in clients:
                 if (e := extras.get(c.client_id)) is not None:

@@ -70,11 +70,16 @@ def test_secagg_3_clients_2_rounds_through_shaped_links(tmp_path: Path) -> None:
         "name": "e2e", "engine": "emulate", "output_dir": str(tmp_path),
         "clients": {"total": 3, "per_round": 3, "compute": "synthetic"},
         "training": {"rounds": 2}, "network": {"profile": "home-30"},
-        "privacy": {"secagg": {"enabled": True, "num_shares": 3, "reconstruction_threshold": 2}},
+        "privacy": {"secagg": {"enabled": True, "num_shares": 3, "reconstruction_threshold": 2},
+                    "dp": {"enabled": True, "mode": "central-client-fixed"}},
     })
     result = run_experiment(cfg)
     _assert_clean(before)
     assert [r.round for r in result.rounds] == [1, 2]
+    # the ServerApp's ε reaches emulate's records as it does simulate's, and grows each round
+    from fedbw.fl.privacy.accounting import epsilon_schedule
+
+    assert [r.epsilon for r in result.rounds] == pytest.approx(epsilon_schedule(cfg))
     clients, rounds = load_records(result.run_dir)
     assert len(rounds) == 2 and len(clients) == 6
     assert [list(r.stage_times_s) for r in result.rounds] == [list(SECAGG_STAGES)] * 2  # in stage order
