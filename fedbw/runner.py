@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fedbw.config import ExperimentConfig
 from fedbw.engines.base import NoProgress, Progress, RunResult
 from fedbw.errors import ConfigError
-from fedbw.plan import build_plan
-from fedbw.results.records import RecordWriter
+from fedbw.plan import Plan, build_plan
+from fedbw.results.records import RecordWriter, load_records
 from fedbw.results.rundir import new_run_dir, write_run_metadata
 
 
@@ -16,26 +18,43 @@ def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> Ru
     run_dir = new_run_dir(cfg, cfg.engine)
     run_id = run_dir.name
     write_run_metadata(run_dir, cfg, device=None)
-    with RecordWriter(run_dir / "records.jsonl") as writer:
-        if cfg.engine == "estimate":
-            from fedbw.engines.estimate import run_estimate
-
-            result = run_estimate(plan, run_id, writer, progress)
-        elif cfg.engine == "simulate":
-            from fedbw.engines.simulate import run_simulate
-
-            result = run_simulate(plan, run_id, writer, progress)
-        elif cfg.engine == "emulate":
-            from fedbw.engines.emulate import run_emulate
-
-            result = run_emulate(plan, run_id, writer, progress)
-        else:  # pragma: no cover - pydantic restricts engine
-            raise ConfigError(f"unknown engine {cfg.engine!r}")
+    try:
+        with RecordWriter(run_dir / "records.jsonl") as writer:
+            result = _run_engine(cfg, plan, run_id, writer, progress)
+    except BaseException as exc:
+        # failed or interrupted: the finished rounds are on disk; summarise and plot them anyway,
+        # without ever hiding the original error behind one from the summary
+        try:
+            _finish(run_dir, cfg, *load_records(run_dir), stopped_early=f"{type(exc).__name__}: {exc}".strip(": "))
+        except Exception:  # noqa: BLE001
+            pass
+        raise
     result.run_dir = run_dir
+    _finish(run_dir, cfg, result.clients, result.rounds, result.stopped_early)
+    return result
+
+
+def _run_engine(cfg: ExperimentConfig, plan: Plan, run_id: str, writer: RecordWriter,
+                progress: Progress) -> RunResult:
+    if cfg.engine == "estimate":
+        from fedbw.engines.estimate import run_estimate
+
+        return run_estimate(plan, run_id, writer, progress)
+    if cfg.engine == "simulate":
+        from fedbw.engines.simulate import run_simulate
+
+        return run_simulate(plan, run_id, writer, progress)
+    if cfg.engine == "emulate":
+        from fedbw.engines.emulate import run_emulate
+
+        return run_emulate(plan, run_id, writer, progress)
+    raise ConfigError(f"unknown engine {cfg.engine!r}")  # pragma: no cover - pydantic restricts engine
+
+
+def _finish(run_dir: Path, cfg: ExperimentConfig, clients: list, rounds: list, stopped_early: str | None) -> None:
+    """summary.json and the plots, from whatever rounds finished."""
     from fedbw.results.plots import plot_run
     from fedbw.results.summary import summarize, write_summary_json
 
-    plot_run(run_dir, result.clients, result.rounds, f"{cfg.name} ({cfg.engine})")
-    write_summary_json(run_dir, summarize(run_id, result.clients, result.rounds),
-                       stopped_early=result.stopped_early)
-    return result
+    plot_run(run_dir, clients, rounds, f"{cfg.name} ({cfg.engine})")
+    write_summary_json(run_dir, summarize(run_dir.name, clients, rounds), stopped_early=stopped_early)

@@ -78,3 +78,27 @@ def test_compare_and_plots(tmp_path):
     assert data[0]["mean_round_time_s"] > data[1]["mean_round_time_s"]  # 30 Mbps slower than 80
     res = runner.invoke(app, ["compare", str(tmp_path / "missing")])
     assert res.exit_code == 2 and "no records" in res.output
+
+
+def test_failed_run_keeps_records_and_writes_summary(tmp_path, monkeypatch):
+    """An engine that dies after round 1 leaves round 1's records, a summary saying why, and plots."""
+    from fedbw.engines import estimate as est
+    from fedbw.errors import RunError
+
+    real = est.estimate_round
+    calls = {"n": 0}
+
+    def dying(plan, round_index, *a, **k):
+        calls["n"] += 1
+        if round_index == 2:
+            raise RunError("link exploded")
+        return real(plan, round_index, *a, **k)
+
+    monkeypatch.setattr(est, "estimate_round", dying)
+    res = runner.invoke(app, ["run", str(ROOT / "experiments/quickstart.toml"), "--engine", "estimate",
+                              "--set", f'output_dir="{tmp_path}"'])
+    assert res.exit_code == 1 and "link exploded" in res.output
+    (run_dir,) = list(tmp_path.iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["rounds"] == 1 and "link exploded" in summary["stopped_early"]
+    assert (run_dir / "rounds.png").exists()
