@@ -263,18 +263,23 @@ class ExperimentConfig(_Section):
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
     """Read, override and validate one experiment config."""
+    data = read_toml(path, "config", "ready configs are in experiments/")
+    return config_from_dict(data, overrides or [], source=str(path))
+
+
+def read_toml(path: str | Path, kind: str, where_hint: str) -> dict[str, Any]:
+    """Parse a TOML file, or raise one ConfigError saying what to fix (missing, a directory, bad syntax)."""
     path = Path(path)
     if not path.exists():
-        raise ConfigError(f"config file {str(path)!r} not found; check the path (ready configs are in experiments/).")
+        raise ConfigError(f"{kind} file {str(path)!r} not found; check the path ({where_hint}).")
     if path.is_dir():
-        raise ConfigError(f"{str(path)!r} is a directory; pass a .toml config file.")
+        raise ConfigError(f"{str(path)!r} is a directory; pass a .toml {kind} file.")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix the syntax at that line.") from None
     except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file; pass a TOML config.") from None
-    return config_from_dict(data, overrides or [], source=str(path))
+        raise ConfigError(f"{path}: not a UTF-8 text file; pass a TOML {kind} file.") from None
 
 
 def config_from_dict(data: dict[str, Any], overrides: list[str] | None = None,

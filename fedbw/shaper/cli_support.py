@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import socket
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -223,23 +222,12 @@ def routes_from_options(
 
 def check_upstreams(routes: Sequence[ClientRoute], *, timeout_s: float = 2.0) -> None:
     """Connect once to each distinct upstream (blocking); raise ShaperError naming the first missing one."""
+    import asyncio
+
+    from fedbw.shaper.proxy import probe_upstream
+
     for host, port in dict.fromkeys((r.upstream_host, r.upstream_port) for r in routes):
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                pass
-        except ConnectionRefusedError:
-            raise ShaperError(
-                f"upstream {host}:{port} refused the connection; start the service first or fix --upstream"
-            ) from None
-        except TimeoutError:
-            raise ShaperError(
-                f"upstream {host}:{port} did not answer within {timeout_s:g} s; check the address or fix --upstream"
-            ) from None
-        except socket.gaierror as exc:
-            raise ShaperError(f"cannot resolve upstream host {host!r} ({exc.strerror}); fix --upstream") from None
-        except OSError as exc:
-            reason = exc.strerror or exc
-            raise ShaperError(f"upstream {host}:{port} is unreachable ({reason}); fix --upstream") from None
+        asyncio.run(probe_upstream(host, port, timeout_s=timeout_s))
 
 
 def _fmt_mbps(mbps: float) -> str:

@@ -124,16 +124,11 @@ class Pipe:
             return
         dst.write(chunk)
         now = time.perf_counter()
-        stats = self._conn_stats
-        stats.bytes_out += n
-        stats.last_out_s = now
-        if stats.first_out_s is None:
-            stats.first_out_s = now
-        stats = self._client_stats
-        stats.bytes_out += n
-        stats.last_out_s = now
-        if stats.first_out_s is None:
-            stats.first_out_s = now
+        for stats in (self._conn_stats, self._client_stats):
+            stats.bytes_out += n
+            stats.last_out_s = now
+            if stats.first_out_s is None:
+                stats.first_out_s = now
         if self.eof_in and self._inflight == 0 and self._pending == 0:
             self._check_finished()
 
@@ -142,16 +137,11 @@ class Pipe:
         """Bytes read from the sender (copied: ``data`` is the proxy's shared read buffer)."""
         n = len(data)
         now = time.perf_counter()
-        stats = self._conn_stats
-        stats.bytes_in += n
-        stats.last_in_s = now
-        if stats.first_in_s is None:
-            stats.first_in_s = now
-        stats = self._client_stats
-        stats.bytes_in += n
-        stats.last_in_s = now
-        if stats.first_in_s is None:
-            stats.first_in_s = now
+        for stats in (self._conn_stats, self._client_stats):
+            stats.bytes_in += n
+            stats.last_in_s = now
+            if stats.first_in_s is None:
+                stats.first_in_s = now
         if self.dead:
             self._conn_stats.bytes_dropped += n
             self._client_stats.bytes_dropped += n

@@ -208,17 +208,21 @@ class _Conn:
         self.down.src = transport
         self.up.set_dst(transport)
 
-    def fail(self, error: str) -> None:
-        """Abort both sides: an error on this connection, never on anyone else's."""
-        if self.error is None:
-            self.error = error
-            log.warning("client %s connection %d: %s", self.client.route.client_id, self.rec.conn_id, error)
+    def _kill_both(self) -> None:
+        """Stop both pipes and abort both sockets (shared by an error and by shutdown)."""
         self.closing = True
         self.up.kill()
         self.down.kill()
         for side in (self.client_side, self.upstream_side):
             if side is not None and side.transport is not None and not side.lost:
                 side.transport.abort()
+
+    def fail(self, error: str) -> None:
+        """Abort both sides: an error on this connection, never on anyone else's."""
+        if self.error is None:
+            self.error = error
+            log.warning("client %s connection %d: %s", self.client.route.client_id, self.rec.conn_id, error)
+        self._kill_both()
         self._maybe_finalize()
 
     def side_lost(self, side: _Side, exc: Exception | None) -> None:
@@ -259,12 +263,7 @@ class _Conn:
 
     def abort(self, reason: str) -> None:
         """Shutdown: drop everything without recording it as the connection's own error."""
-        self.closing = True
-        self.up.kill()
-        self.down.kill()
-        for side in (self.client_side, self.upstream_side):
-            if side is not None and side.transport is not None and not side.lost:
-                side.transport.abort()
+        self._kill_both()
         if self.rec.error is None and not (self.up.finished and self.down.finished):
             self.rec.error = reason
 

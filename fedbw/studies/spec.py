@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import copy
 import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fedbw.config import ExperimentConfig, config_from_dict, format_validation_error
+from fedbw.config import ExperimentConfig, config_from_dict, format_validation_error, read_toml
 from fedbw.errors import CatalogError, ConfigError
 from fedbw.fl.privacy.accounting import accountant_from_config
 
@@ -114,18 +113,7 @@ class Study:
 
 def load_study(path: str | Path, overrides: list[str] | None = None, engine: str | None = None) -> Study:
     """Read and validate a study file; ``overrides`` apply to ``[base]`` (before each variant's own)."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"study file {str(path)!r} not found; check the path "
-                          "(e.g. experiments/privacy-overhead.toml)")
-    if path.is_dir():
-        raise ConfigError(f"{str(path)!r} is a directory; pass a study .toml file")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the syntax at that line.") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file; pass a TOML study file.") from None
+    data = read_toml(path, "study", "e.g. experiments/privacy-overhead.toml")
     return study_from_dict(data, overrides, engine, source=str(path))
 
 
