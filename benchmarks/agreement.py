@@ -126,7 +126,8 @@ FIXTURE_APP = ROOT / "tests" / "engines" / "fixtures" / "numpy_app"
 def link_fidelity(num_params: int, rounds: int) -> list[dict[str, Any]]:
     """The shaper + network model alone: a one-array NumPy app (single large object per message, so no
     per-object round trips), one client per profile, light CPU load. Every payload ≥ 1 s vs the model."""
-    from fedbw.engines.emulate import EmulatedClient, clients_for_profile, emulate_app
+    from fedbw.engines.emulate import EmulatedClient, emulate_app
+    from fedbw.engines.emulate.clients import clients_for_profile
 
     clients = [EmulatedClient(i, p, clients_for_profile(1, p, seed=i)[0].link) for i, p in enumerate(LINK_PROFILES)]
     t0 = time.perf_counter()

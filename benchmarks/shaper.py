@@ -20,23 +20,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
 import platform
 import random
 import shutil
-import signal
 import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from fedbw.processes import Child, Supervisor  # noqa: E402
+
+#: Output of the benchmark's role processes (one log each), for a look after a failed run.
+LOG_DIR = Path(tempfile.gettempdir()) / "fedbw-bench-shaper"
 
 WINDOW_S = 0.5
 WARMUP_S = 1.0
@@ -221,27 +227,27 @@ def role_proxy(args: argparse.Namespace) -> None:
 TRAFFIC_NICE = 0
 
 
-def _spawn(role_args: list[str], netns: str | None = None) -> subprocess.Popen[str]:
+def _spawn(sup: Supervisor, role_args: list[str], netns: str | None = None) -> Child:
+    """One role of the benchmark as a supervised child (stopped with everything else on exit or Ctrl-C)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), *role_args]
     if netns:
         cmd = ["ip", "netns", "exec", netns, *cmd]
     if TRAFFIC_NICE and role_args[1] in ("send", "recv"):
         cmd = ["nice", "-n", str(TRAFFIC_NICE), *cmd]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    name = f"{role_args[1]}-{len(sup.children)}"
+    return sup.start(name, cmd, {**os.environ, "PYTHONPATH": str(ROOT)}, LOG_DIR / f"{name}.log", stamp=False)
 
 
-def _ready(proc: subprocess.Popen[str]) -> Any:
-    line = proc.stdout.readline()  # type: ignore[union-attr]
-    if not line.startswith("READY"):
-        raise RuntimeError(f"child failed to start: {line!r}")
-    return json.loads(line.split(" ", 1)[1])
+def _ready(child: Child) -> Any:
+    line = child.wait_for_line("READY", 30.0)
+    return json.loads(line.text.split(" ", 1)[1])
 
 
-def _result(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    out, _ = proc.communicate(timeout=60)
-    for line in out.splitlines():
-        if line.startswith("RESULT"):
-            return json.loads(line.split(" ", 1)[1])
+def _result(child: Child) -> dict[str, Any]:
+    child.wait(60.0)
+    for line in child.snapshot_lines():
+        if line.text.startswith("RESULT"):
+            return json.loads(line.text.split(" ", 1)[1])
     raise RuntimeError("receiver gave no result")
 
 
@@ -249,17 +255,6 @@ def _cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _stop(proc: subprocess.Popen[str] | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _pct(sorted_vals: list[float], q: float) -> float:
@@ -305,36 +300,32 @@ def _analyze(result: dict[str, Any], rate_mbps: float, duration_s: float) -> dic
 
 def run_proxy(rate: float, clients: int, duration: float, loop_kind: str,
               quantum_s: float | None = None) -> dict[str, Any]:
-    recv = proxy = send = None
-    try:
+    with Supervisor() as sup:
         t_setup = time.perf_counter()
         t0_guess = t_setup + 3.0
-        recv = _spawn(["--role", "recv", "--host", "127.0.0.1", "--ports", "1", "--clients", str(clients),
-                       "--t0", repr(t0_guess), "--duration", repr(duration)])
+        recv = _spawn(sup, ["--role", "recv", "--host", "127.0.0.1", "--ports", "1", "--clients", str(clients),
+                            "--t0", repr(t0_guess), "--duration", repr(duration)])
         (up_port,) = _ready(recv)
         link = {"up_mbps": rate, "down_mbps": 1000.0, "latency_up_ms": LOAD_LATENCY_MS}
         routes = [{"id": f"c{i:02d}", "link": link} for i in range(clients)]
         routes.append({"id": "probe", "link": {"up_mbps": rate, "down_mbps": 1000.0,
                                                 "latency_up_ms": PROBE_LATENCY_MS}})
-        proxy = _spawn(["--role", "proxy", "--config", json.dumps(
+        proxy = _spawn(sup, ["--role", "proxy", "--config", json.dumps(
             {"upstream_port": up_port, "routes": routes, "loop": loop_kind, "quantum_s": quantum_s})])
         ports = _ready(proxy)
         targets = [["127.0.0.1", ports[f"c{i:02d}"]] for i in range(clients)]
         probe = {"proxy": ["127.0.0.1", ports["probe"]], "direct": ["127.0.0.1", up_port]}
         if time.perf_counter() > t0_guess - 0.3:
             raise RuntimeError("set-up took longer than 2.7 s; the machine is overloaded")
-        send = _spawn(["--role", "send", "--targets", json.dumps(targets), "--conns", str(CONNS_PER_CLIENT),
-                       "--probe", json.dumps(probe), "--t0", repr(t0_guess), "--duration", repr(duration)])
+        send = _spawn(sup, ["--role", "send", "--targets", json.dumps(targets), "--conns", str(CONNS_PER_CLIENT),
+                            "--probe", json.dumps(probe), "--t0", repr(t0_guess), "--duration", repr(duration)])
         _sleep_until(t0_guess + WARMUP_S)
         procs = (proxy, send, recv)
         cpu0, w0 = [_cpu_s(p.pid) for p in procs], time.perf_counter()
         _sleep_until(t0_guess + duration)
         cpu1, w1 = [_cpu_s(p.pid) for p in procs], time.perf_counter()
-        send.wait(30)
+        send.wait(30.0)
         result = _result(recv)
-    finally:
-        for p in (send, proxy, recv):
-            _stop(p)
     out = _analyze(result, rate, duration)
     for key, a, b in zip(("cpu_pct_core", "cpu_send_pct_core", "cpu_recv_pct_core"), cpu0, cpu1, strict=True):
         out[key] = 100.0 * (b - a) / (w1 - w0)
@@ -360,8 +351,8 @@ def kernel_unavailable() -> str | None:
 
 
 def run_kernel(rate: float, clients: int, duration: float) -> dict[str, Any]:
-    recv = send = None
     _ns_cleanup()
+    stack = contextlib.ExitStack()
     try:
         _sh("ip", "netns", "add", NS_A)
         _sh("ip", "netns", "add", NS_B)
@@ -382,17 +373,17 @@ def run_kernel(rate: float, clients: int, duration: float) -> dict[str, Any]:
             _sh("ip", "netns", "exec", NS_A, "tc", "filter", "add", "dev", VETH_A, "parent", "1:", "protocol", "ip",
                 "prio", "1", "u32", "match", "ip", "dport", str(base + i), "0xffff", "flowid", cls)
         t0 = time.perf_counter() + 2.5
-        recv = _spawn(["--role", "recv", "--host", IP_B, "--ports", str(clients), "--port-base", str(base),
-                       "--clients", str(clients), "--t0", repr(t0), "--duration", repr(duration)], netns=NS_B)
+        sup = stack.enter_context(Supervisor())
+        recv = _spawn(sup, ["--role", "recv", "--host", IP_B, "--ports", str(clients), "--port-base", str(base),
+                            "--clients", str(clients), "--t0", repr(t0), "--duration", repr(duration)], netns=NS_B)
         _ready(recv)
         targets = [[IP_B, base + i] for i in range(clients)]
-        send = _spawn(["--role", "send", "--targets", json.dumps(targets), "--conns", str(CONNS_PER_CLIENT),
-                       "--t0", repr(t0), "--duration", repr(duration)], netns=NS_A)
+        send = _spawn(sup, ["--role", "send", "--targets", json.dumps(targets), "--conns", str(CONNS_PER_CLIENT),
+                            "--t0", repr(t0), "--duration", repr(duration)], netns=NS_A)
         send.wait(duration + 30)
         result = _result(recv)
     finally:
-        for p in (send, recv):
-            _stop(p)
+        stack.close()  # the supervisor stops both roles before the namespaces go
         _ns_cleanup()
     return _analyze(result, rate, duration)
 

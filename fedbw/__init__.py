@@ -4,4 +4,4 @@ Runs federated rounds over shaped home-broadband links and tells where the time 
 beside what the same model would cost on a data-center fabric.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

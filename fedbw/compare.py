@@ -15,6 +15,7 @@ from fedbw.engines.estimate import (FabricEstimate, ProfileEstimate, estimate_fa
                                     steady_round)
 from fedbw.errors import ConfigError
 from fedbw.plan import build_plan
+from fedbw.tomlvalue import format_value, parse_value
 
 DEFAULT_COMPARE_PROFILES = ["home-30", "home-50", "home-80"]
 
@@ -53,11 +54,11 @@ def estimate_report(config: Path | None, *, model: str | None = None, profiles: 
                     overrides: list[str] | None = None) -> EstimateReport:
     sets = list(overrides or [])
     if model:
-        sets.append(f"model.name={_toml_str(model)}")
+        sets.append(f"model.name={format_value(model)}")
     if ranks is not None:
         sets.append(f"datacenter.ranks={ranks}")
     if fabrics:
-        sets.append("datacenter.fabrics=[" + ", ".join(_toml_str(f) for f in fabrics) + "]")
+        sets.append("datacenter.fabrics=[" + ", ".join(format_value(f) for f in fabrics) + "]")
     if clients_per_round is not None:
         sets.append(f"clients.per_round={clients_per_round}")
         sets.append(f"clients.total={clients_per_round}")
@@ -66,9 +67,9 @@ def estimate_report(config: Path | None, *, model: str | None = None, profiles: 
             raise ConfigError(f"--secagg must be off, stock or packed (got {secagg!r})")
         sets.append(f"privacy.secagg.enabled={'false' if secagg == 'off' else 'true'}")
         if secagg != "off":
-            sets.append(f"privacy.secagg.mode={_toml_str(secagg)}")
+            sets.append(f"privacy.secagg.mode={format_value(secagg)}")
     if codec is not None:
-        sets.append(f"compression.codec={_toml_str(codec)}")
+        sets.append(f"compression.codec={format_value(codec)}")
     sets.append('engine="estimate"')
     base: dict[str, Any] = config_to_dict(load_config(config)) if config else {}
     cfg = config_from_dict(base, sets, source=str(config) if config else "estimate")
@@ -78,10 +79,6 @@ def estimate_report(config: Path | None, *, model: str | None = None, profiles: 
                           estimate_profiles(plan, chosen),
                           estimate_fabrics(plan.model.params, cfg.datacenter.fabrics, cfg.datacenter.ranks,
                                            cfg.datacenter.grad_bytes_per_value))
-
-
-def _toml_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 # ------------------------------------------------------------------------------------------- sweeps
@@ -103,19 +100,10 @@ class SweepPoint:
 
 def sweep_values(values: str | None, range_: str | None) -> list[Any]:
     """Parse ``--values a,b,c`` or ``--range start:stop:count``."""
-    import tomllib
-
     if (values is None) == (range_ is None):
         raise ConfigError("give exactly one of --values a,b,c or --range start:stop:count")
     if values is not None:
-        out: list[Any] = []
-        for v in values.split(","):
-            v = v.strip()
-            try:
-                out.append(tomllib.loads(f"v = {v}")["v"])
-            except tomllib.TOMLDecodeError:
-                out.append(v)
-        return out
+        return [parse_value(v.strip()) for v in values.split(",")]
     parts = range_.split(":") if range_ else []
     try:
         start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
@@ -141,7 +129,7 @@ def run_sweep(config: Path, param: str, points: list[Any], overrides: list[str] 
             plan = build_plan(cfg)
             plan.clients = [_with_link(c, param, float(value)) for c in plan.clients]
         else:
-            cfg = config_from_dict(base, [f"{param}={_as_toml(value)}"], source=f"{config} ({param}={value})")
+            cfg = config_from_dict(base, [f"{param}={format_value(value)}"], source=f"{config} ({param}={value})")
             plan = build_plan(cfg)
         r = steady_round(plan)
         tl = estimate_round(plan, r)
@@ -156,15 +144,7 @@ def _with_link(client, param: str, value: float):
 
     if value < 0 or (param != "rtt_ms" and value == 0):
         raise ConfigError(f"{param} must be positive, got {value}")
-    return replace(client, **{param: value})
-
-
-def _as_toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return _toml_str(str(value))
+    return replace(client, access=replace(client.access, **{param: value}))
 
 
 # --------------------------------------------------------------------------------- AllReduce tables

@@ -1,43 +1,46 @@
-"""config → plan: everything an engine needs, resolved once and deterministically from the seed.
+"""config → plan: everything an engine and the apps need, resolved once and deterministically from the seed.
 
-The plan fixes which link each client has, how much data and compute it gets, and which clients
-each round samples — so estimate, simulate and emulate run the *same* federation and their records
-can be compared line by line.
+The plan fixes which link each client has, how much data and compute it gets, which clients each
+round samples, how many rounds the privacy budget lets run and ε after each — so estimate, simulate
+and emulate run the *same* federation and their records can be compared line by line. simulate and
+emulate hand the serialized plan to Flower's apps (``plan.json``); the apps read it, never rebuild it.
 """
 
 from __future__ import annotations
 
-import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from fedbw import catalog
-from fedbw.catalog.links import TCP_ETHERNET_EFFICIENCY, LinkProfile
-from fedbw.config import ExperimentConfig
+from fedbw.config import ExperimentConfig, config_from_dict, config_to_dict
+from fedbw.links import AccessLink, planned_links
 from fedbw.netmodel import ClientLink, MessageSizes, round_exchanges
+from fedbw.privacy.accounting import plan_budget
 
 #: scikit-learn's digits: 1,797 samples of 8×8 images.
 DIGITS_SAMPLES = 1797
 SYNTHETIC_SAMPLES_PER_CLIENT = 64
+#: Version of the serialized plan (plan.json); apps refuse another.
+PLAN_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
 class ClientPlan:
     client_id: int
-    profile: str  #: catalog name, or "custom" when an override changed its rates
-    up_mbps: float  #: line rates as configured; payload rates below
-    down_mbps: float
-    rtt_ms: float
-    jitter_ms: float
-    tcp_efficiency: float
+    access: AccessLink  #: the client's link as configured (line rates, RTT, jitter, TCP efficiency)
     num_samples: int
     est_compute_s: float  #: analytic training time from the device profile
 
     @property
+    def profile(self) -> str:
+        return self.access.profile
+
+    @property
     def link(self) -> ClientLink:
-        return ClientLink(self.up_mbps * self.tcp_efficiency, self.down_mbps * self.tcp_efficiency,
-                          self.rtt_ms / 1000.0)
+        """The network model's link (payload rates)."""
+        return self.access.model()
 
 
 @dataclass
@@ -46,19 +49,18 @@ class Plan:
     model: catalog.ModelSpec
     clients: list[ClientPlan]
     num_arrays: int
-    _samples: dict[int, list[int]] = field(default_factory=dict, repr=False)
-
-    @property
-    def rounds(self) -> int:
-        return self.config.training.rounds
+    samples: list[list[int]]  #: sampled client ids of round r at index r - 1, for every configured round
+    rounds: int  #: rounds that run: training.rounds, or fewer when privacy.dp.max_epsilon stops earlier
+    epsilons: list[float] | None = None  #: ε after each round that runs (None: DP off)
+    stop_reason: str | None = None  #: why the budget ends the run before training.rounds
+    device: str | None = None  #: torch device the apps use ("cpu", "cuda"); set by the runner
 
     def sampled_clients(self, round_index: int) -> list[int]:
         """Clients trained in round ``round_index`` (1-based): a seeded draw without replacement."""
-        if round_index not in self._samples:
-            rng = random.Random(f"{self.config.seed}:sample:{round_index}")
-            ids = sorted(rng.sample(range(self.config.clients.total), self.config.clients.per_round))
-            self._samples[round_index] = ids
-        return self._samples[round_index]
+        return self.samples[round_index - 1]
+
+    def epsilon_after(self, round_index: int) -> float | None:
+        return None if self.epsilons is None else self.epsilons[round_index - 1]
 
     def predicted_exchanges(self, round_index: int) -> list[MessageSizes]:
         cfg = self.config
@@ -74,37 +76,55 @@ class Plan:
     def profiles_used(self) -> list[str]:
         return sorted({c.profile for c in self.clients})
 
+    # ------------------------------------------------------------------------------ serialization
 
-def build_plan(cfg: ExperimentConfig) -> Plan:
-    if cfg.privacy.dp.enabled:
-        # a max_epsilon below one round's ε fails here, before any run directory or process exists
-        from fedbw.fl.privacy.accounting import accountant_from_config
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for plan.json: every resolved number, so the apps need no rebuilding."""
+        return {
+            "schema_version": PLAN_SCHEMA_VERSION, "config": config_to_dict(self.config), "model": self.model.name,
+            "num_arrays": self.num_arrays, "rounds": self.rounds, "epsilons": self.epsilons,
+            "stop_reason": self.stop_reason, "device": self.device, "samples": self.samples,
+            "clients": [[c.client_id, c.access.profile, c.access.up_mbps, c.access.down_mbps, c.access.rtt_ms,
+                         c.access.jitter_ms, c.access.tcp_efficiency, c.num_samples, c.est_compute_s]
+                        for c in self.clients],
+        }
 
-        accountant_from_config(cfg)
+    @classmethod
+    def from_json(cls, data: dict[str, Any], source: str = "plan") -> Plan:
+        """The plan :meth:`to_json` wrote (the config is validated again; nothing is recomputed)."""
+        from fedbw.errors import RunError
+
+        if data.get("schema_version") != PLAN_SCHEMA_VERSION:
+            raise RunError(f"{source} holds a plan of schema {data.get('schema_version')!r}, this fedbw reads "
+                           f"{PLAN_SCHEMA_VERSION}; rerun the engine with this fedbw")
+        clients = [ClientPlan(int(cid), AccessLink(profile, up, down, rtt, jitter, eff), int(n), float(compute))
+                   for cid, profile, up, down, rtt, jitter, eff, n, compute in data["clients"]]
+        return cls(config=config_from_dict(data["config"], source=source), model=catalog.get_model(data["model"]),
+                   clients=clients, num_arrays=int(data["num_arrays"]),
+                   samples=[list(map(int, s)) for s in data["samples"]], rounds=int(data["rounds"]),
+                   epsilons=data["epsilons"], stop_reason=data["stop_reason"], device=data["device"])
+
+
+def build_plan(cfg: ExperimentConfig, device: str | None = None) -> Plan:
+    """Resolve ``cfg`` into a plan; a max_epsilon below one round's ε fails here (ConfigError), before any
+    run directory or process exists."""
     model = catalog.get_model(cfg.model.name)
-    device = catalog.get_device_profile(cfg.clients.device_profile)
+    dev = catalog.get_device_profile(cfg.clients.device_profile)
     samples = samples_per_client(cfg, model)
     steps_samples = (cfg.training.local_steps * cfg.training.batch_size if cfg.training.local_steps
                      else cfg.training.local_epochs * samples)
-    compute_s = steps_samples * model.training_flops_per_sample / (device.effective_tflops * 1e12)
-    profiles = assign_profiles(cfg)
-    overrides = {o.client: o for o in cfg.network.overrides}
-    clients = []
-    for cid in range(cfg.clients.total):
-        prof: LinkProfile = catalog.get_link_profile(profiles[cid])
-        name, up, down, rtt, jitter = prof.name, prof.up_mbps, prof.down_mbps, prof.rtt_ms, prof.jitter_ms
-        if (o := overrides.get(cid)) is not None:
-            if o.profile:
-                p = catalog.get_link_profile(o.profile)
-                name, up, down, rtt, jitter = p.name, p.up_mbps, p.down_mbps, p.rtt_ms, p.jitter_ms
-            if any(v is not None for v in (o.up_mbps, o.down_mbps, o.rtt_ms, o.jitter_ms)):
-                name = f"{name}*"
-            up = o.up_mbps if o.up_mbps is not None else up
-            down = o.down_mbps if o.down_mbps is not None else down
-            rtt = o.rtt_ms if o.rtt_ms is not None else rtt
-            jitter = o.jitter_ms if o.jitter_ms is not None else jitter
-        clients.append(ClientPlan(cid, name, up, down, rtt, jitter, TCP_ETHERNET_EFFICIENCY, samples, compute_s))
-    return Plan(cfg, model, clients, num_arrays=model.num_arrays)
+    compute_s = steps_samples * model.training_flops_per_sample / (dev.effective_tflops * 1e12)
+    clients = [ClientPlan(cid, link, samples, compute_s) for cid, link in enumerate(planned_links(cfg))]
+    sampled = [sample_round(cfg, r) for r in range(1, cfg.training.rounds + 1)]
+    budget = plan_budget(cfg, lambda r: sampled[r - 1])
+    return Plan(cfg, model, clients, num_arrays=model.num_arrays, samples=sampled, rounds=budget.rounds,
+                epsilons=budget.epsilons, stop_reason=budget.stop_reason, device=device)
+
+
+def sample_round(cfg: ExperimentConfig, round_index: int) -> list[int]:
+    """The clients of one round: a draw without replacement seeded by the config's seed and the round."""
+    rng = random.Random(f"{cfg.seed}:sample:{round_index}")
+    return sorted(rng.sample(range(cfg.clients.total), cfg.clients.per_round))
 
 
 def samples_per_client(cfg: ExperimentConfig, model: catalog.ModelSpec) -> int:
@@ -117,18 +137,3 @@ def samples_per_client(cfg: ExperimentConfig, model: catalog.ModelSpec) -> int:
 
 def resolve_dataset(cfg: ExperimentConfig, model: catalog.ModelSpec) -> str:
     return model.dataset if cfg.data.dataset == "auto" else cfg.data.dataset
-
-
-def assign_profiles(cfg: ExperimentConfig) -> list[str]:
-    """Largest-remainder split of clients over the mix, then a seeded shuffle over client ids."""
-    total = cfg.clients.total
-    shares = [m.share for m in cfg.network.mix]
-    weight = sum(shares)
-    exact = [s / weight * total for s in shares]
-    counts = [math.floor(e) for e in exact]
-    by_remainder = sorted(range(len(exact)), key=lambda i: (counts[i] - exact[i], i))
-    for i in by_remainder[: total - sum(counts)]:
-        counts[i] += 1
-    names = [m.profile for m, n in zip(cfg.network.mix, counts) for _ in range(n)]
-    random.Random(f"{cfg.seed}:profiles").shuffle(names)
-    return names

@@ -1,4 +1,8 @@
-"""config → plan → engine → records: the one function ``fedbw run`` calls."""
+"""config → plan → engine → records: the one function ``fedbw run`` calls.
+
+The runner resolves the device (once), builds the plan, writes the run directory's metadata (once),
+runs the engine and, whatever happens, summarises and plots the rounds that finished.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +18,16 @@ from fedbw.results.rundir import new_run_dir, write_run_metadata
 
 def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> RunResult:
     """Run ``cfg`` on its engine; records land in a fresh run directory as each round ends."""
-    plan = build_plan(cfg)
+    from fedbw.device import describe_device, resolve_device
+
+    # the analytic engine trains nothing (and never imports torch)
+    device = resolve_device(cfg.device) if cfg.engine != "estimate" else None
+    plan = build_plan(cfg, device=device)
     run_dir = new_run_dir(cfg, cfg.engine)
     run_id = run_dir.name
-    write_run_metadata(run_dir, cfg, device=None)
+    write_run_metadata(run_dir, cfg, device=describe_device(device) if device else None)
     try:
-        with RecordWriter(run_dir / "records.jsonl") as writer:
+        with RecordWriter(run_dir / "records.jsonl", run_id=run_id, engine=cfg.engine) as writer:
             result = _run_engine(cfg, plan, run_id, writer, progress)
     except BaseException as exc:
         # failed or interrupted: the finished rounds are on disk; summarise and plot them anyway,
@@ -53,7 +61,7 @@ def _run_engine(cfg: ExperimentConfig, plan: Plan, run_id: str, writer: RecordWr
 
 def _finish(run_dir: Path, cfg: ExperimentConfig, clients: list, rounds: list, stopped_early: str | None) -> None:
     """summary.json and the plots, from whatever rounds finished."""
-    from fedbw.results.plots import plot_run
+    from fedbw.report.plots import plot_run
     from fedbw.results.summary import summarize, write_summary_json
 
     plot_run(run_dir, clients, rounds, f"{cfg.name} ({cfg.engine})")

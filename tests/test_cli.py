@@ -51,6 +51,23 @@ def test_run_estimate_writes_run_dir(tmp_path):
     assert res.exit_code == 0 and "home-30" in res.output
 
 
+def test_report_and_compare_refuse_damaged_records_and_note_a_torn_last_line(tmp_path):
+    res = runner.invoke(app, ["run", str(ROOT / "experiments/quickstart.toml"), "--engine", "estimate",
+                              "--set", f'output_dir="{tmp_path}"'])
+    (run_dir,) = list(tmp_path.iterdir())
+    records = run_dir / "records.jsonl"
+    with records.open("a") as fh:
+        fh.write('{"kind": "round", "run_id": "x", "rou')  # a crash mid-write
+    res = runner.invoke(app, ["report", str(run_dir)])
+    assert res.exit_code == 0 and "cut short" in res.output and "skipped" in res.output
+    lines = records.read_text().splitlines()
+    records.write_text("\n".join([lines[0], lines[1], "not json", *lines[2:]]) + "\n")
+    for cmd in (["report", str(run_dir)], ["compare", str(run_dir), str(run_dir)]):
+        res = runner.invoke(app, cmd)
+        assert res.exit_code == 2 and "records.jsonl:3: not a JSON record" in res.output, res.output
+        assert "Traceback" not in res.output
+
+
 def test_catalog_commands():
     assert "nvlink4" in runner.invoke(app, ["profiles"]).output
     assert "124,439,808" in runner.invoke(app, ["models"]).output

@@ -8,7 +8,6 @@ import sys
 import threading
 import time
 
-import pytest
 
 
 def _free_port() -> int:

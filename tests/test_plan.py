@@ -1,16 +1,10 @@
-from collections import Counter
+"""config → plan: sampling, compute, data sizes and the privacy budget, resolved once."""
 
 import pytest
 
 from fedbw.config import config_from_dict
-from fedbw.plan import assign_profiles, build_plan
-
-
-def test_profile_shares_use_largest_remainder():
-    cfg = config_from_dict({"clients": {"total": 10, "per_round": 5}, "network": {"mix": [
-        {"profile": "home-30", "share": 1}, {"profile": "home-50", "share": 1}, {"profile": "home-80", "share": 1}]}})
-    counts = Counter(assign_profiles(cfg))
-    assert sorted(counts.values()) == [3, 3, 4] and sum(counts.values()) == 10
+from fedbw.errors import ConfigError
+from fedbw.plan import build_plan
 
 
 def test_sampling_is_seeded_and_without_replacement():
@@ -23,15 +17,6 @@ def test_sampling_is_seeded_and_without_replacement():
     assert any(a.sampled_clients(r) != other.sampled_clients(r) for r in (1, 2, 3))
 
 
-def test_overrides_change_one_client():
-    cfg = config_from_dict({"clients": {"total": 4, "per_round": 2},
-                            "network": {"profile": "home-30", "overrides": [{"client": 2, "up_mbps": 5}]}})
-    plan = build_plan(cfg)
-    assert plan.clients[2].up_mbps == 5 and plan.clients[2].profile == "home-30*"
-    assert plan.clients[1].up_mbps == 30
-    assert plan.clients[2].link.up_payload_mbps == pytest.approx(5 * 1448 / 1514)
-
-
 def test_compute_estimate_from_device_profile():
     cfg = config_from_dict({"engine": "estimate", "model": {"name": "resnet50"},
                             "data": {"samples_per_client": 100}, "clients": {"device_profile": "desktop-gpu"}})
@@ -42,3 +27,21 @@ def test_compute_estimate_from_device_profile():
 def test_digits_split_evenly():
     plan = build_plan(config_from_dict({"clients": {"total": 10, "per_round": 5}}))
     assert plan.clients[0].num_samples == int(1797 * 0.8) // 10
+
+
+def test_the_plan_carries_the_budget_rounds_to_run_and_epsilon_per_round():
+    cfg = config_from_dict({"engine": "estimate", "training": {"rounds": 10},
+                            "privacy": {"dp": {"enabled": True, "noise_multiplier": 0.8, "max_epsilon": 15.0}}})
+    plan = build_plan(cfg)
+    assert 1 <= plan.rounds < 10 and len(plan.epsilons) == plan.rounds and plan.epsilons[-1] <= 15.0
+    assert plan.stop_reason.startswith(f"stopped after round {plan.rounds}: the next round would exceed "
+                                       "max_epsilon = 15")
+    assert len(plan.samples) == 10  # every configured round is sampled; only plan.rounds of them run
+    free = build_plan(config_from_dict({"training": {"rounds": 4}}))
+    assert (free.rounds, free.epsilons, free.stop_reason, free.epsilon_after(2)) == (4, None, None, None)
+
+
+def test_a_budget_below_one_round_is_a_config_error():
+    with pytest.raises(ConfigError, match="max_epsilon"):
+        build_plan(config_from_dict({"privacy": {"dp": {"enabled": True, "noise_multiplier": 0.5,
+                                                        "max_epsilon": 0.01}}}))

@@ -15,7 +15,8 @@ from fedbw.errors import ConfigError
 from fedbw.netmodel import ClientLink
 from fedbw.plan import build_plan
 from fedbw.studies import load_study
-from fedbw.studies.retime import profile_link, retime, traffic_from_events
+from fedbw.links import profile_link
+from fedbw.studies.retime import retime, traffic_from_events
 from fedbw.studies.run import profile_rows, set_uplink_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,8 +150,8 @@ def test_profile_rows_average_steady_rounds_and_ratio_to_the_baseline():
     set_uplink_ratios(rows + half, "base")
     slow, fast = rows
     assert slow.steady_rounds == [2] and half[0].steady_rounds == [1]  # rounds ≥ 2 when there are any
-    assert slow.round1_time_s == pytest.approx(retime(traffic[0], profile_link("home-30")).round_time_s)
-    assert slow.round_time_s == pytest.approx(retime(traffic[1], profile_link("home-30")).round_time_s)
+    assert slow.round1_time_s == pytest.approx(retime(traffic[0], profile_link("home-30").model()).round_time_s)
+    assert slow.round_time_s == pytest.approx(retime(traffic[1], profile_link("home-30").model()).round_time_s)
     assert slow.round_time_s > fast.round_time_s and slow.bytes_up_per_client == fast.bytes_up_per_client
     assert slow.uplink_ratio == pytest.approx(4.002e6 / 1.5e6)
     assert slow.comm_fraction == pytest.approx(slow.comm_time_s / slow.round_time_s)
@@ -158,14 +159,14 @@ def test_profile_rows_average_steady_rounds_and_ratio_to_the_baseline():
 
 def test_profile_link_is_the_link_the_plan_gives_that_profile():
     plan = build_plan(config_from_dict({"engine": "estimate", "network": {"profile": "home-50"}}))
-    assert profile_link("home-50") == plan.clients[0].link
+    assert profile_link("home-50").model() == plan.clients[0].link
 
 
 # ------------------------------------------------------------------------------------------- end to end
 
 
 def test_estimate_study_end_to_end(tmp_path):
-    from fedbw.fl.privacy.accounting import epsilon_schedule
+    from fedbw.privacy.accounting import epsilon_schedule
 
     text = VARIANTS + ('\n[[study.variants]]\nname = "stock+dp"\nset = ["privacy.secagg.enabled=true", '
                        '"privacy.dp.enabled=true", "privacy.dp.mode=\\"central-client-fixed\\"", '

@@ -1,8 +1,8 @@
 """Access-link profiles: what a federated client's connection to the server looks like.
 
 Rates are line rates as ISPs and speed tests quote them. TCP payload moves at
-``rate × tcp_efficiency`` (headers, ACK-clocking); both the analytic model and the shaper use the
-payload rate, so the engines agree by construction and the factor is visible in one place.
+``rate × tcp_efficiency`` (headers, ACK-clocking); :mod:`fedbw.links` turns a profile into the payload
+rates both the analytic model and the shaper use, so the factor is applied in one place.
 """
 
 from __future__ import annotations
@@ -26,14 +26,6 @@ class LinkProfile:
     jitter_ms: float
     description: str
     tcp_efficiency: float = TCP_ETHERNET_EFFICIENCY
-
-    @property
-    def up_payload_mbps(self) -> float:
-        return self.up_mbps * self.tcp_efficiency
-
-    @property
-    def down_payload_mbps(self) -> float:
-        return self.down_mbps * self.tcp_efficiency
 
 
 LINK_PROFILES: dict[str, LinkProfile] = {

@@ -18,6 +18,7 @@ class Progress(Protocol):
 @dataclass
 class RunResult:
     run_dir: Path | None
+    plan: Plan | None = None  #: the plan the engine ran
     clients: list[ClientRoundRecord] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
     stopped_early: str | None = None  #: why the run ended before its last round, if it did

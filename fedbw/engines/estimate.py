@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from fedbw import catalog
 from fedbw.engines.base import NoProgress, Progress, RunResult, records_from_timeline
+from fedbw.links import profile_link
 from fedbw.netmodel import best_allreduce, round_timeline
 from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan
@@ -28,18 +29,12 @@ def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = 
 
 def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
                  progress: Progress = NoProgress) -> RunResult:
-    from fedbw.fl.privacy.accounting import budget_stop, epsilon_schedule  # no Flower import
-
-    result = RunResult(run_dir=writer.path.parent if writer else None)
-    # ε per round and the privacy budget's stop, exactly as the server computes them (same sampling)
-    epsilons = epsilon_schedule(plan.config, sampled=plan.sampled_clients)
-    stop = budget_stop(plan.config, plan.sampled_clients)
-    rounds = plan.rounds if stop is None else stop.rounds
-    result.stopped_early = None if stop is None else stop.message
-    for r in range(1, rounds + 1):
+    result = RunResult(run_dir=writer.path.parent if writer else None, plan=plan)
+    # ε per round and the privacy budget's stop come with the plan, as the server reads them
+    result.stopped_early = plan.stop_reason
+    for r in range(1, plan.rounds + 1):
         timeline = estimate_round(plan, r)
-        clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline,
-                                             epsilon=epsilons[r - 1] if epsilons else None)
+        clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline, epsilon=plan.epsilon_after(r))
         result.clients += clients
         result.rounds.append(rnd)
         if writer:
@@ -83,19 +78,16 @@ def steady_round(plan: Plan) -> int:
 
 
 def estimate_profiles(plan: Plan, profiles: list[str]) -> list[ProfileEstimate]:
-    from fedbw.catalog.links import TCP_ETHERNET_EFFICIENCY
-    from fedbw.netmodel import ClientLink
-
     out = []
     r = steady_round(plan)
     ids = plan.sampled_clients(r)
     for name in profiles:
-        p = catalog.get_link_profile(name)
-        link = ClientLink(p.up_mbps * TCP_ETHERNET_EFFICIENCY, p.down_mbps * TCP_ETHERNET_EFFICIENCY, p.rtt_ms / 1e3)
+        access = profile_link(name)
+        link = access.model()
         tl = estimate_round(plan, r, ids, link_of=lambda cid: link)
         first = tl.client_rows(ids[0])
         out.append(ProfileEstimate(
-            profile=name, up_mbps=p.up_mbps, down_mbps=p.down_mbps,
+            profile=name, up_mbps=access.up_mbps, down_mbps=access.down_mbps,
             bytes_up_per_client=sum(t.bytes_up for t in first), bytes_down_per_client=sum(t.bytes_down for t in first),
             t_down_s=sum(t.t_down_s for t in first), t_compute_s=sum(t.t_compute_s for t in first),
             t_up_s=sum(t.t_up_s for t in first), round_time_s=tl.round_time_s,

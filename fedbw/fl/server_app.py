@@ -21,11 +21,11 @@ from flwr.server.workflow import DefaultWorkflow
 from flwr.serverapp import Grid, ServerApp
 
 from fedbw.errors import RunError
-from fedbw.fl.events import END, ERROR, NODES, START, EventLog
+from fedbw.fl.events import END, ERROR, EVENTS_SCHEMA_VERSION, NODES, START, EventLog
 from fedbw.fl.measure import MeasuringGrid
 from fedbw.fl.settings import AppSettings, settings_for
 from fedbw.fl.strategy import NODE_WAIT_S, PlanFedAvg, RoundState, centralized_evaluator
-from fedbw.fl.wiring import fit_workflow, privacy_budget, wrap_strategy
+from fedbw.fl.wiring import fit_workflow, wrap_strategy
 
 HELLO_TYPE = "get_properties"
 
@@ -79,23 +79,22 @@ def main(grid: Grid, context: Context) -> None:
     plan = settings.plan
     log = EventLog(settings.events_path)
     try:
-        log.emit(START, pid=os.getpid(), device=settings.device, clients=plan.config.clients.total, rounds=plan.rounds,
+        log.emit(START, schema_version=EVENTS_SCHEMA_VERSION, pid=os.getpid(), device=settings.device, clients=plan.config.clients.total, rounds=plan.rounds,
                  t=time.perf_counter())
         node_of = discover_clients(grid, plan.config.clients.total)
         log.emit(NODES, node_of={str(c): n for c, n in sorted(node_of.items())})
         state = RoundState()
         client_of = {n: c for c, n in node_of.items()}
         measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure)
-        budget = privacy_budget(settings)  # one accountant per run; caps rounds at privacy.dp.max_epsilon
-        # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups.
+        # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups. The plan's
+        # budget caps the rounds at privacy.dp.max_epsilon and gives ε after each.
         strategy = PlanFedAvg(settings, log, state, node_of, centralized_evaluator(settings),
-                              epsilon_fn=lambda r: budget.step(plan.sampled_clients(r)),
-                              initial_parameters=initial_parameters(settings))
-        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=budget.rounds),
+                              epsilon_fn=plan.epsilon_after, initial_parameters=initial_parameters(settings))
+        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=plan.rounds),
                                strategy=wrap_strategy(settings, strategy))
         workflow = DefaultWorkflow(fit_workflow=fit_workflow(settings))
         workflow(measured, legacy)
-        log.emit(END, t=time.perf_counter(), rounds=budget.rounds, stopped_early=budget.stop_reason)
+        log.emit(END, t=time.perf_counter(), rounds=plan.rounds, stopped_early=plan.stop_reason)
     except BaseException as exc:
         log.emit(ERROR, message=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
         raise

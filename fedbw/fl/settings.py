@@ -1,9 +1,10 @@
-"""How the apps learn what to run: a resolved plan file written by the engine into the run directory.
+"""How the apps learn what to run: the serialized plan, written by the engine into the run directory.
 
 Flower hands apps a ``run_config``; the engine puts the plan file's path under :data:`PLAN_KEY`.
 ``flwr.simulation.run_simulation`` (the only in-process simulation entry in Flower 1.42) gives every
 app an empty ``run_config``, so :data:`PLAN_ENV` is the fallback; Ray actors inherit it from the
-process that started Ray.
+process that started Ray. The file holds the :class:`~fedbw.plan.Plan` as the engine built it (links,
+samples, rounds, ε schedule, device): apps read it once per process and never rebuild it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from fedbw.config import ExperimentConfig, config_to_dict
+from fedbw.config import ExperimentConfig
 from fedbw.errors import RunError
-from fedbw.plan import Plan, build_plan
+from fedbw.plan import Plan
 
 #: run_config key that holds the plan file's path.
 PLAN_KEY = "fedbw-plan"
@@ -29,12 +30,11 @@ EVENTS_FILE = "events.jsonl"
 
 @dataclass(frozen=True)
 class AppSettings:
-    """Everything the apps need, rebuilt from the plan file (the plan is deterministic in the config)."""
+    """Everything the apps need: the plan, and where this run logs its events."""
 
     plan: Plan
     run_dir: Path
     events_path: Path
-    device: str  #: resolved torch device: "cpu" or "cuda"
     #: False only for the baseline of benchmarks/simulate.py: no message sizing, no client mod (rounds are
     #: still logged, so their wall time can be compared).
     measure: bool = True
@@ -44,17 +44,22 @@ class AppSettings:
         return self.plan.config
 
     @property
+    def device(self) -> str:
+        """The torch device the runner resolved ("cpu" when the plan names none)."""
+        return self.plan.device or "cpu"
+
+    @property
     def synthetic(self) -> bool:
         return self.config.clients.compute == "synthetic"
 
 
-def write_plan_file(run_dir: Path, cfg: ExperimentConfig, device: str, measure: bool = True) -> Path:
+def write_plan_file(run_dir: Path, plan: Plan, measure: bool = True) -> Path:
     """Write the file the apps read; returns its path (pass it as run_config[PLAN_KEY] or $FEDBW_PLAN)."""
     run_dir = Path(run_dir).resolve()
     path = run_dir / PLAN_FILE
-    data = {"config": config_to_dict(cfg), "run_dir": str(run_dir), "events_path": str(run_dir / EVENTS_FILE),
-            "device": device, "measure": measure}
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    data = {"plan": plan.to_json(),
+            "run": {"run_dir": str(run_dir), "events_path": str(run_dir / EVENTS_FILE), "measure": measure}}
+    path.write_text(json.dumps(data) + "\n", encoding="utf-8")
     return path
 
 
@@ -76,15 +81,13 @@ def plan_path_from(run_config: Any) -> str:
 @lru_cache(maxsize=4)
 def load_settings(path: str) -> AppSettings:
     """Read and cache one plan file (apps are called once per message; parse it once per process)."""
-    from fedbw.config import config_from_dict
-
     p = Path(path)
     if not p.exists():
         raise RunError(f"plan file {path} not found; the run directory was moved or deleted")
     data = json.loads(p.read_text(encoding="utf-8"))
-    cfg = config_from_dict(data["config"], source=str(p))
-    return AppSettings(plan=build_plan(cfg), run_dir=Path(data["run_dir"]), events_path=Path(data["events_path"]),
-                       device=data.get("device", "cpu"), measure=bool(data.get("measure", True)))
+    run = data["run"]
+    return AppSettings(plan=Plan.from_json(data["plan"], source=str(p)), run_dir=Path(run["run_dir"]),
+                       events_path=Path(run["events_path"]), measure=bool(run["measure"]))
 
 
 def settings_for(context: Any) -> AppSettings:

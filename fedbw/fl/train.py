@@ -14,21 +14,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from fedbw.errors import ConfigError
 from fedbw.fl.data import Dataset
 from fedbw.models.zoo import build_model
 
 #: Local optimizer: SGD with momentum (as in Flower's PyTorch quickstart); fresh each round.
 MOMENTUM = 0.9
-
-
-def resolve_device(requested: str) -> str:
-    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; asking for cuda without one is an error."""
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise ConfigError('device = "cuda" but torch sees no GPU; use device = "auto" or "cpu"')
-    return requested
 
 
 def seeded_model(name: str, seed: int, device: str = "cpu") -> nn.Module:

@@ -6,14 +6,14 @@
 * :func:`fit_workflow` — the ServerApp's fit workflow: ``None`` = Flower's default FedAvg exchange,
   Flower's ``SecAggPlusWorkflow`` (stock) or fedbw's ``PackedSecAggPlusWorkflow`` (packed).
 * :func:`wrap_strategy` — DP wrapper around the legacy strategy, codec decoding outermost.
-* :func:`privacy_budget` — the run's ε accountant and how many rounds fit ``privacy.dp.max_epsilon``.
 
-All the privacy logic lives in :mod:`fedbw.fl.privacy`; this module only adapts it to the apps.
+The Flower-facing privacy wiring lives in :mod:`fedbw.fl.privacy`, the ε accounting in
+:mod:`fedbw.privacy` (the plan carries its result: rounds to run and ε per round); this module only
+adapts them to the apps.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from flwr.app import Context, Message
@@ -22,7 +22,6 @@ from flwr.server.strategy import Strategy
 
 from fedbw.fl import privacy
 from fedbw.fl.measure import measure_mod
-from fedbw.fl.privacy.accounting import PrivacyAccountant, accountant_from_config, budget_stop
 from fedbw.fl.settings import AppSettings, settings_for
 
 ClientMod = Callable[[Message, Context, Callable[[Message, Context], Message]], Message]
@@ -46,27 +45,6 @@ def wrap_strategy(settings: AppSettings, strategy: Strategy) -> Strategy:
     strategy they passed in.
     """
     return privacy.wrap_strategy(settings.config, strategy)
-
-
-@dataclass
-class PrivacyBudget:
-    """What the server needs from the accountant: rounds to run, ε per round, why it stops early."""
-
-    accountant: PrivacyAccountant | None
-    rounds: int  #: rounds the server runs (≤ training.rounds)
-    stop_reason: str | None  #: set when the budget, not training.rounds, ends the run
-
-    def step(self, participants: list[int]) -> float | None:
-        """ε after a finished round with these participants (None when DP is off)."""
-        return None if self.accountant is None else self.accountant.step(participants)
-
-
-def privacy_budget(settings: AppSettings) -> PrivacyBudget:
-    """The run's accountant (one per run) and its round cap from ``privacy.dp.max_epsilon``."""
-    cfg = settings.config
-    stop = budget_stop(cfg, settings.plan.sampled_clients)
-    return PrivacyBudget(accountant_from_config(cfg), cfg.training.rounds if stop is None else stop.rounds,
-                         None if stop is None else stop.message)
 
 
 def fedbw_mod(msg: Message, context: Context, call_next: Callable[[Message, Context], Message]) -> Message:

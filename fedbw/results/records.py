@@ -1,8 +1,11 @@
-"""The RoundRecord schema shared by estimate, simulate and emulate, and its append-only file.
+"""The record schema shared by estimate, simulate and emulate, and its append-only file.
 
-One JSON line per client per round (``kind = "client"``) and one per round (``kind = "round"``),
-appended and flushed as each round ends: an interrupted run keeps every finished round, and two
-runs of any engines can be compared line by line.
+A records file (``records.jsonl``) starts with a header line (``kind = "header"``: schema name and
+version, run id, engine), then holds one JSON line per client per round (``kind = "client"``) and one
+per round (``kind = "round"``), appended and fsynced as each round ends: an interrupted run keeps every
+finished round, and two runs of any engines can be compared line by line. Records are pydantic
+dataclasses: every line is validated when it is read, and a file of another schema version, a damaged
+line or a line that is not a fedbw record is a clear error naming the file and the line.
 """
 
 from __future__ import annotations
@@ -10,17 +13,23 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Literal
 
-from fedbw.errors import ConfigError, FedbwError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass as validated
+
+from fedbw.errors import ConfigError
 from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
 
-SCHEMA_VERSION = 1
+SCHEMA = "fedbw.records"
+#: 2: header line, validated records (fedbw 0.2). 1: no header (fedbw 0.1).
+SCHEMA_VERSION = 2
+_STRICT = ConfigDict(extra="forbid")
 
 
-@dataclass
+@validated(config=_STRICT)
 class StageRecord:
     """One client's share of one stage: bytes each way and where its time went."""
 
@@ -30,14 +39,14 @@ class StageRecord:
     t_down_s: float
     t_compute_s: float
     t_up_s: float
-    t_framework_s: float = 0.0  #: emulate: polling and process start-up inside Flower
+    t_framework_s: float = 0.0  #: Flower's own time (polling, process start-up, serialisation)
 
     @property
     def t_total_s(self) -> float:
         return self.t_down_s + self.t_compute_s + self.t_up_s + self.t_framework_s
 
 
-@dataclass
+@validated(config=_STRICT)
 class ClientRoundRecord:
     run_id: str
     engine: str
@@ -48,7 +57,10 @@ class ClientRoundRecord:
     dropped: bool = False
     train_loss: float | None = None
     num_examples: int | None = None
-    kind: str = "client"
+    kind: Literal["client"] = "client"
+
+    #: Written into every line for people and other tools; recomputed (and ignored) on load.
+    DERIVED = ("bytes_down", "bytes_up", "t_down_s", "t_up_s", "t_compute_s", "t_framework_s", "t_total_s")
 
     @property
     def bytes_down(self) -> float:
@@ -80,12 +92,11 @@ class ClientRoundRecord:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(bytes_down=self.bytes_down, bytes_up=self.bytes_up, t_down_s=self.t_down_s, t_up_s=self.t_up_s,
-                 t_compute_s=self.t_compute_s, t_framework_s=self.t_framework_s, t_total_s=self.t_total_s)
+        d.update({k: getattr(self, k) for k in self.DERIVED})
         return d
 
 
-@dataclass
+@validated(config=_STRICT)
 class RoundRecord:
     run_id: str
     engine: str
@@ -102,8 +113,10 @@ class RoundRecord:
     accuracy: float | None = None
     epsilon: float | None = None
     wall_time_s: float | None = None  #: how long this round took to run on this machine
-    kind: str = "round"
+    kind: Literal["round"] = "round"
     extra: dict[str, Any] = field(default_factory=dict)
+
+    DERIVED = ("comm_fraction", "bandwidth_bound")
 
     @property
     def comm_fraction(self) -> float:
@@ -115,14 +128,15 @@ class RoundRecord:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(comm_fraction=self.comm_fraction, bandwidth_bound=self.bandwidth_bound)
+        d.update({k: getattr(self, k) for k in self.DERIVED})
         return d
 
 
 def _clean(value: Any) -> Any:
-    """JSON has no inf/NaN: write them as null rather than produce an unreadable file."""
+    """JSON has no inf/NaN: write them as the strings "inf", "-inf", "nan" (read back as floats), never
+    as an unreadable file. An infinite time is a transfer over a link that is down."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return str(value)
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -130,58 +144,127 @@ def _clean(value: Any) -> Any:
     return value
 
 
-class RecordWriter:
-    """Append-only JSONL writer; each round is flushed and fsynced before the next starts."""
+def header(run_id: str | None, engine: str | None) -> dict[str, Any]:
+    from fedbw import __version__
 
-    def __init__(self, path: str | Path) -> None:
+    return {"kind": "header", "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "run_id": run_id,
+            "engine": engine, "fedbw": __version__}
+
+
+class RecordWriter:
+    """Append-only JSONL writer; the header goes first into a new file, and each round is flushed and
+    fsynced before the next starts."""
+
+    def __init__(self, path: str | Path, *, run_id: str | None = None, engine: str | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
         self._fh: IO[str] = self.path.open("a", encoding="utf-8")
+        if fresh:
+            self._append([header(run_id, engine)])
 
-    def write(self, records: Iterable[ClientRoundRecord | RoundRecord]) -> None:
-        for rec in records:
-            self._fh.write(json.dumps(_clean(rec.to_json()), sort_keys=True) + "\n")
+    def _append(self, lines: Iterable[dict[str, Any]]) -> None:
+        for line in lines:
+            self._fh.write(json.dumps(_clean(line), sort_keys=True) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
+
+    def write(self, records: Iterable[ClientRoundRecord | RoundRecord]) -> None:
+        self._append(rec.to_json() for rec in records)
 
     def close(self) -> None:
         self._fh.close()
 
-    def __enter__(self) -> "RecordWriter":
+    def __enter__(self) -> RecordWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _from(cls: type, d: dict[str, Any]) -> Any:
-    """Rebuild a record from its JSON, ignoring derived (property) fields and unknown keys."""
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in d.items() if k in names})
+_ADAPTERS: dict[str, tuple[type, TypeAdapter[Any]]] = {
+    "client": (ClientRoundRecord, TypeAdapter(ClientRoundRecord)),
+    "round": (RoundRecord, TypeAdapter(RoundRecord)),
+}
 
 
-def load_records(path: str | Path) -> tuple[list[ClientRoundRecord], list[RoundRecord]]:
-    """Read a records.jsonl (a run directory works too). A torn last line (crash) is skipped."""
+@dataclass
+class RecordsFile:
+    """A records file as read: its header, its records, and what was skipped (and why)."""
+
+    path: Path
+    header: dict[str, Any]
+    clients: list[ClientRoundRecord] = field(default_factory=list)
+    rounds: list[RoundRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  #: e.g. a torn last line after a crash, skipped
+
+
+def _records_path(path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         path = path / "records.jsonl"
     if not path.exists():
         raise ConfigError(f"no records at {path}; pass a run directory or its records.jsonl")
-    clients: list[ClientRoundRecord] = []
-    rounds: list[RoundRecord] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
+    return path
+
+
+def _check_header(path: Path, first: dict[str, Any] | None) -> dict[str, Any]:
+    if first is None or first.get("kind") != "header" or first.get("schema") != SCHEMA:
+        if first is not None and first.get("kind") in ("client", "round"):
+            raise ConfigError(f"{path}: written by fedbw 0.1 (records schema 1, no header); this fedbw reads "
+                              f"schema {SCHEMA_VERSION}: rerun the experiment to get records it can read")
+        raise ConfigError(f"{path}:1: not a fedbw records file (no {SCHEMA!r} header); pass the records.jsonl "
+                          f"of a fedbw run directory")
+    if first.get("schema_version") != SCHEMA_VERSION:
+        raise ConfigError(f"{path}: records schema version {first.get('schema_version')!r}, this fedbw reads "
+                          f"{SCHEMA_VERSION}; read it with the fedbw that wrote it ({first.get('fedbw')}) or rerun")
+    return first
+
+
+def read_records(path: str | Path) -> RecordsFile:
+    """Read and validate a records file (a run directory works too).
+
+    A torn last line (a crash mid-write) is skipped and said in ``notes``; any other damaged or foreign
+    line is a ConfigError naming the file and the line.
+    """
+    path = _records_path(path)
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+    out: RecordsFile | None = None
+    for k, (lineno, line) in enumerate(numbered):
+        where = f"{path}:{lineno}"
         try:
             d = json.loads(line)
         except json.JSONDecodeError:
-            if i == len(lines) - 1:
+            if k == len(numbered) - 1 and out is not None and not line.endswith("}"):
+                out.notes.append(f"{where}: the last line is cut short (the run stopped while writing it); "
+                                 f"skipped")
                 break
-            raise FedbwError(f"{path}:{i + 1} is not a JSON record; the file is damaged") from None
-        if d.get("kind") == "client":
-            d["stages"] = [_from(StageRecord, s) for s in d.get("stages", [])]
-            clients.append(_from(ClientRoundRecord, d))
-        elif d.get("kind") == "round":
-            rounds.append(_from(RoundRecord, d))
-    return clients, rounds
+            raise ConfigError(f"{where}: not a JSON record; the file is damaged") from None
+        if not isinstance(d, dict):
+            raise ConfigError(f"{where}: not a fedbw record (a JSON {type(d).__name__})")
+        if out is None:
+            out = RecordsFile(path, _check_header(path, d))
+            continue
+        kind = d.get("kind")
+        if kind not in _ADAPTERS:
+            raise ConfigError(f"{where}: unknown record kind {kind!r}; expected 'client' or 'round'")
+        cls, adapter = _ADAPTERS[kind]
+        for name in cls.DERIVED:
+            d.pop(name, None)
+        try:
+            rec = adapter.validate_python(d)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"{where}: not a valid {kind} record ({loc}: {first['msg']})") from None
+        (out.clients if kind == "client" else out.rounds).append(rec)
+    if out is None:
+        raise ConfigError(f"{path}: empty; not a fedbw records file (no {SCHEMA!r} header)")
+    return out
+
+
+def load_records(path: str | Path) -> tuple[list[ClientRoundRecord], list[RoundRecord]]:
+    """Client and round records of a records file or run directory (see :func:`read_records`)."""
+    f = read_records(path)
+    return f.clients, f.rounds

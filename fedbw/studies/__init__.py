@@ -2,10 +2,11 @@
 
 ``fedbw study FILE`` reads a study file (:mod:`.spec`), runs each variant once (:mod:`.run`), lays the
 bytes each round exchanged on every profile of the study (:mod:`.retime`) and writes the table as
-JSON, Markdown and a bar chart (:mod:`.output`). experiments/privacy-overhead.toml is the example.
+JSON, Markdown and a bar chart (:mod:`fedbw.report.study`). experiments/privacy-overhead.toml is the example.
 """
 
-from fedbw.studies.run import StudyResult, StudyRow, run_study
+from fedbw.studies.result import StudyResult, StudyRow
+from fedbw.studies.run import run_study
 from fedbw.studies.spec import Study, load_study
 
 __all__ = ["Study", "StudyResult", "StudyRow", "load_study", "run_study"]

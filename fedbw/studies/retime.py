@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedbw import catalog
-from fedbw.catalog.links import TCP_ETHERNET_EFFICIENCY
-from fedbw.engines.sim_events import RoundAssembler, client_compute_s, measured_exchanges, read_events
+from fedbw.engines.measured import RoundAssembler, client_compute_s, measured_exchanges, read_events
 from fedbw.netmodel import ClientLink, MessageSizes, round_timeline
 from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan
@@ -32,12 +30,6 @@ class RoundTraffic:
         ups = [sum(m.bytes_up for m in self.exchanges[c]) for c in self.clients]
         downs = [sum(m.bytes_down for m in self.exchanges[c]) for c in self.clients]
         return sum(ups) / len(ups), sum(downs) / len(downs)
-
-
-def profile_link(name: str) -> ClientLink:
-    """The payload link of a catalog profile (line rates × TCP/Ethernet efficiency), as the plan builds it."""
-    p = catalog.get_link_profile(name)
-    return ClientLink(p.up_mbps * TCP_ETHERNET_EFFICIENCY, p.down_mbps * TCP_ETHERNET_EFFICIENCY, p.rtt_ms / 1e3)
 
 
 def retime(traffic: RoundTraffic, link: ClientLink) -> RoundTimeline:

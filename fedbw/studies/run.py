@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -12,43 +10,11 @@ from fedbw.config import config_from_dict, config_to_dict
 from fedbw.engines.base import NoProgress, Progress, RunResult
 from fedbw.errors import FedbwError, RunError
 from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
-from fedbw.studies.retime import RoundTraffic, profile_link, retime, traffic_from_plan, traffic_from_run_dir
+from fedbw.links import profile_link
+from fedbw.studies.retime import RoundTraffic, retime, traffic_from_plan, traffic_from_run_dir
+from fedbw.studies.result import StudyResult, StudyRow
 from fedbw.studies.spec import Study, Variant
-
-
-@dataclass
-class StudyRow:
-    """One variant on one profile. Per-round figures are steady-state means: rounds ≥ 2 when the run
-    has them (stock SecAgg+ downloads a float64 model from round 2 on), else round 1."""
-
-    variant: str
-    profile: str
-    rounds: int  #: rounds the variant ran
-    steady_rounds: list[int]
-    bytes_up_per_client: float
-    bytes_down_per_client: float
-    round1_time_s: float
-    round_time_s: float
-    comm_time_s: float
-    compute_time_s: float
-    comm_fraction: float
-    bandwidth_bound: bool
-    epsilon: float | None  #: after the last round
-    accuracy: float | None  #: after the last round
-    loss: float | None
-    uplink_ratio: float | None = None  #: bytes up per client / the baseline variant's
-
-
-@dataclass
-class StudyResult:
-    study: Study
-    study_dir: Path
-    rows: list[StudyRow] = field(default_factory=list)
-    run_dirs: dict[str, Path] = field(default_factory=dict)
-    stopped_early: dict[str, str] = field(default_factory=dict)
-    files: list[Path] = field(default_factory=list)
-    started_utc: str = ""
-    command: str | None = None
+from fedbw.tomlvalue import format_value
 
 
 def new_study_dir(output_dir: str, name: str) -> Path:
@@ -67,7 +33,7 @@ def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str],
     ups, downs = zip(*(t.bytes_per_client() for t in steady))
     rows = []
     for profile in profiles:
-        link = profile_link(profile)
+        link = profile_link(profile).model()
         first = retime(traffic[0], link)
         tls = [retime(t, link) for t in steady]
         total = sum(tl.round_time_s for tl in tls)
@@ -94,8 +60,8 @@ def set_uplink_ratios(rows: list[StudyRow], baseline: str) -> None:
 def _run_variant(v: Variant, study_dir: Path, progress: Progress) -> RunResult:
     from fedbw.runner import run_experiment
 
-    cfg = config_from_dict(config_to_dict(v.config), [f"name={json.dumps(v.name)}",
-                                                      f"output_dir={json.dumps(str(study_dir))}"],
+    cfg = config_from_dict(config_to_dict(v.config), [f"name={format_value(v.name)}",
+                                                      f"output_dir={format_value(str(study_dir))}"],
                            source=f"variant {v.name}")
     return run_experiment(cfg, progress)
 
@@ -104,8 +70,7 @@ def run_study(study: Study, progress: Progress = NoProgress,
               on_variant: Callable[[int, int, Variant], None] = lambda i, n, v: None,
               command: str | None = None) -> StudyResult:
     """Run every variant, re-time it on every profile, write study.json, study.md and study.png."""
-    from fedbw.plan import build_plan
-    from fedbw.studies.output import write_outputs
+    from fedbw.report.study import write_outputs
 
     result = StudyResult(study, new_study_dir(study.output_dir, study.name),
                          started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), command=command)
@@ -119,8 +84,9 @@ def run_study(study: Study, progress: Progress = NoProgress,
         result.run_dirs[v.name] = run.run_dir
         if run.stopped_early:
             result.stopped_early[v.name] = run.stopped_early
+        assert run.plan is not None
         traffic = (traffic_from_run_dir(run.run_dir) if v.config.engine == "simulate"
-                   else traffic_from_plan(build_plan(v.config), len(run.rounds)))
+                   else traffic_from_plan(run.plan, len(run.rounds)))
         result.rows += profile_rows(v.name, traffic, study.profiles, run)
     set_uplink_ratios(result.rows, study.baseline)
     result.files = write_outputs(result)

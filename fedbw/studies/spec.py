@@ -26,7 +26,6 @@ validated before anything runs, and an error names the variant and the key.
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fedbw.config import ExperimentConfig, config_from_dict, format_validation_error, read_toml
 from fedbw.errors import CatalogError, ConfigError
-from fedbw.fl.privacy.accounting import accountant_from_config
+from fedbw.tomlvalue import format_value
+from fedbw.privacy.accounting import accountant_from_config
 
 #: Engines a study can run: both lay bytes on the virtual network clock, so a round can be re-timed
 #: on any profile. emulate's clock is the real one: re-timing would discard what it measured.
@@ -138,7 +138,7 @@ def study_from_dict(data: dict[str, Any], overrides: list[str] | None = None, en
             catalog.get_link_profile(p)
         except CatalogError as exc:
             raise ConfigError(f"{source}: study.profiles[{i}]: {exc}") from None
-    base_overrides = list(overrides or []) + ([f"engine={json.dumps(engine)}"] if engine else [])
+    base_overrides = list(overrides or []) + ([f"engine={format_value(engine)}"] if engine else [])
     base = config_from_dict(copy.deepcopy(spec.base), base_overrides, source=f"{source}: base")
     if base.engine not in STUDY_ENGINES:
         raise ConfigError(f"{source}: base.engine = {base.engine!r}: a study runs on {' or '.join(STUDY_ENGINES)}; "

@@ -11,10 +11,9 @@ def test_home_uplinks_span_30_to_80_mbps_with_faster_downlinks():
         assert p.up_mbps == up and p.down_mbps > p.up_mbps and p.rtt_ms > 0
 
 
-def test_payload_rate_uses_tcp_efficiency():
-    p = get_link_profile("home-30")
-    assert p.up_payload_mbps == pytest.approx(30 * 1448 / 1514)
+def test_profiles_carry_the_ethernet_tcp_efficiency():
     assert TCP_ETHERNET_EFFICIENCY == pytest.approx(0.9564, abs=1e-4)
+    assert all(p.tcp_efficiency == TCP_ETHERNET_EFFICIENCY for p in LINK_PROFILES.values())
 
 
 def test_fabric_busbw_within_published_ranges():

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 from fedbw.config import config_from_dict
-from fedbw.errors import ConfigError
 from fedbw.fl.data import client_dataset, holdout_dataset
-from fedbw.fl.train import (evaluate, get_parameters, parameter_shapes, resolve_device, seeded_model,
+from fedbw.fl.train import (evaluate, get_parameters, parameter_shapes, seeded_model,
                             set_parameters, train)
 from fedbw.plan import build_plan
 
@@ -39,14 +38,3 @@ def test_parameters_round_trip_and_match_catalog_shapes():
     assert sum(int(np.prod(s)) for s in shapes) == build_plan(config_from_dict({})).model.params
     with pytest.raises(ValueError):
         set_parameters(a, get_parameters(a)[:-1])
-
-
-def test_device_resolution(monkeypatch):
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert resolve_device("auto") == "cpu"
-    with pytest.raises(ConfigError, match="cuda"):
-        resolve_device("cuda")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert resolve_device("auto") == "cuda"

@@ -9,7 +9,6 @@ Server (legacy path)::
     strategy = wrap_strategy(cfg, strategy)                # DP wrapper, then codec decoding outermost
     fit_workflow = build_fit_workflow(cfg)                 # None | SecAggPlusWorkflow | PackedSecAggPlusWorkflow
     workflow = DefaultWorkflow(fit_workflow=fit_workflow) if fit_workflow else DefaultWorkflow()
-    accountant = accountant_from_config(cfg)               # None when DP is off
 
 Mod order, and why (outermost first):
 
@@ -26,18 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
-#: name -> module that defines it; imported on first use, so ``fedbw.fl.privacy.accounting`` (used by
-#: the estimate engine) does not pull in Flower.
+#: name -> module that defines it; imported on first use (each pulls in Flower). The ε accountant is
+#: pure code and lives in :mod:`fedbw.privacy.accounting`.
 _EXPORTS = {
     "build_client_mods": "fedbw.fl.privacy.wiring",
     "build_fit_workflow": "fedbw.fl.privacy.wiring",
     "wrap_strategy": "fedbw.fl.privacy.wiring",
-    "PrivacyAccountant": "fedbw.fl.privacy.accounting",
-    "accountant_from_config": "fedbw.fl.privacy.accounting",
-    "epsilon_schedule": "fedbw.fl.privacy.accounting",
-    "rounds_within_budget": "fedbw.fl.privacy.accounting",
-    "budget_stop": "fedbw.fl.privacy.accounting",
-    "BudgetStop": "fedbw.fl.privacy.accounting",
     "PackedSecAggPlusWorkflow": "fedbw.fl.privacy.secagg_packed",
     "packed_secaggplus_mod": "fedbw.fl.privacy.secagg_packed",
 }

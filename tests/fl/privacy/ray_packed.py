@@ -8,7 +8,6 @@ Usage: ``python -m tests.fl.privacy.ray_packed MODE`` with MODE = stock | packed
 from __future__ import annotations
 
 import json
-import os
 import sys
 import traceback
 from collections import defaultdict
@@ -79,13 +78,6 @@ if __name__ == "__main__":
     except BaseException:  # noqa: BLE001 - the test reads stderr
         traceback.print_exc()
     finally:
-        try:
-            import ray
+        from fedbw.engines.simulate.child import leave
 
-            if ray.is_initialized():
-                ray.shutdown()
-        except BaseException:  # noqa: BLE001
-            traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(code)
+        leave(code)

@@ -1,8 +1,8 @@
 """The integration functions inside fedbw's real ServerApp/ClientApp (small-cnn on digits, real training),
 driven in-process on the loopback grid.
 
-Nothing is patched: the apps take their mods, workflow, strategy wrapper and ε accountant from the
-plan through ``fedbw.fl.wiring``, exactly as in ``fedbw run``.
+Nothing is patched: the apps take their mods, workflow and strategy wrapper from the plan through
+``fedbw.fl.wiring``, and rounds and ε from the plan's budget, exactly as in ``fedbw run``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from flwr.common.constant import SUPERLINK_NODE_ID
 
 from fedbw.config import config_from_dict
 from fedbw.fl.events import ROUND_END
-from fedbw.fl.privacy import budget_stop, epsilon_schedule
 from fedbw.fl.privacy.loopback import LoopbackGrid, task_identity
+from fedbw.plan import build_plan
+from fedbw.privacy.accounting import epsilon_schedule, plan_budget
 
 CLIENTS, ROUNDS = 5, 2
 
@@ -30,7 +31,7 @@ def _run(tmp_path, **sections):
             "training": {"rounds": ROUNDS}}
     cfg = config_from_dict({**base, **sections})
     tmp_path.mkdir(parents=True, exist_ok=True)
-    plan = write_plan_file(tmp_path, cfg, "cpu")
+    plan = write_plan_file(tmp_path, build_plan(cfg, device="cpu"))
     grid = LoopbackGrid(client_app.app, CLIENTS)
     for ctx in grid.contexts.values():
         ctx.run_config = {PLAN_KEY: str(plan)}
@@ -68,10 +69,10 @@ def test_secagg_with_client_side_dp_reports_epsilon_and_stops_at_the_budget(tmp_
     eps = epsilon_schedule(probe)
     dp["max_epsilon"] = (eps[1] + eps[2]) / 2
     cfg = config_from_dict({"engine": "estimate", **sections})
-    stop = budget_stop(cfg)
-    assert stop is not None and stop.rounds == 2
+    budget = plan_budget(cfg)
+    assert budget.rounds == 2 and budget.stop_reason is not None
     _, ends, last = _run(tmp_path, **sections)
     assert [e["round"] for e in ends] == [1, 2]
     assert [e["epsilon"] for e in ends] == pytest.approx(eps[:2])
-    assert last["event"] == "end" and last["stopped_early"] == stop.message
+    assert last["event"] == "end" and last["stopped_early"] == budget.stop_reason
     assert all(e["loss"] is not None and e["loss"] == e["loss"] for e in ends)  # finite: noise at this scale trains

@@ -1,0 +1,5 @@
+"""``python -m fedbw.cli``: the same as the ``fedbw`` command."""
+
+from fedbw.cli import main
+
+main()

@@ -1,0 +1,82 @@
+"""What every command shares: the Typer app, the consoles, error handling, config loading, progress."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from fedbw.config import ExperimentConfig
+from fedbw.errors import FedbwError
+from fedbw.tomlvalue import format_value
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+                  help="fedbw — how long federated rounds take on home uplinks, and what privacy costs.")
+# Piped output (files, CI logs) gets a wide console so tables are never cut; terminals keep their width.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn FedbwError into one red line and its exit code; Ctrl-C into exit 130. Never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except FedbwError as exc:
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/]: finished rounds are kept in the run directory.")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def load(config: Path, overrides: list[str], engine: str | None = None) -> ExperimentConfig:
+    """The config at ``config`` with ``--set`` overrides and, if given, ``--engine``."""
+    from fedbw.config import load_config
+
+    cfg = load_config(config, overrides)
+    if engine is not None:
+        from fedbw.config import config_from_dict, config_to_dict
+
+        cfg = config_from_dict(config_to_dict(cfg), [f"engine={format_value(engine)}"], source=str(config))
+    return cfg
+
+
+SetOpt = typer.Option([], "--set", "-s", help="Override a config key: --set clients.total=20 (value in TOML syntax)")
+
+
+class RoundProgress:
+    """A Rich progress bar over rounds and clients, or nothing when output is machine-read."""
+
+    def __init__(self, rounds: int, per_round: int, quiet: bool) -> None:
+        self.rounds, self.per_round, self.quiet = rounds, per_round, quiet
+
+    def __enter__(self) -> Callable[[int, int, int], None]:
+        if self.quiet:
+            return lambda r, d, t: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=err, transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("rounds", total=self.rounds)
+
+        def update(round_index: int, done: int, total: int) -> None:
+            finished = round_index if done >= total else round_index - 1
+            self.bar.update(self.task, completed=finished,
+                            description=f"round {round_index}/{self.rounds} · clients {done}/{total}")
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.quiet:
+            self.bar.stop()

@@ -1,0 +1,19 @@
+"""The emulate engine: Flower's Deployment Engine on real sockets, every SuperNode behind its own shaped link.
+
+Split by job:
+
+* :mod:`.federation` — any Flower app on a loopback federation with shaped links, measured
+  (:func:`emulate_app`); :mod:`.flower` starts SuperLink and SuperNodes, :mod:`.ports` finds ports,
+  :mod:`.sampler` samples the shaper's ledger, :mod:`.supernode_log` reads the SuperNodes' logs;
+* :mod:`.clients` — plan (or one profile) → emulated clients: shaped links and faults;
+* :mod:`.run` — fedbw's apps from a plan (``fedbw run --engine emulate``), with :mod:`.fedbw_app` (the
+  app directory), :mod:`.recorder` (records per round) and :mod:`.attribution` (link, compute and
+  framework time per message);
+* :mod:`.foreign` — records for any Flower app (``fedbw emulate --app``).
+"""
+
+from fedbw.engines.emulate.federation import DropFault, EmulatedClient, EmulationResult, emulate_app
+from fedbw.engines.emulate.foreign import AppRun, run_app
+from fedbw.engines.emulate.run import run_emulate
+
+__all__ = ["AppRun", "DropFault", "EmulatedClient", "EmulationResult", "emulate_app", "run_app", "run_emulate"]

@@ -1,0 +1,96 @@
+"""``fedbw run --engine emulate``: fedbw's apps from a plan on the Deployment Engine behind shaped links.
+
+The plan gives every client its link and faults (:mod:`.clients`); the apps get the serialized plan
+through their run config (:mod:`.fedbw_app`); rounds become records as they end (:mod:`.recorder`);
+``emulate.json`` keeps what records do not hold (start-up, memory, every message's parts).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from fedbw.engines.base import NoProgress, Progress, RunResult
+from fedbw.engines.emulate.clients import clients_for_plan, drops_for_plan
+from fedbw.engines.emulate.fedbw_app import write_fedbw_app
+from fedbw.engines.emulate.federation import LOGS_DIR, EmulationResult, Live, emulate_app
+from fedbw.engines.emulate.recorder import RoundRecorder
+from fedbw.errors import RunError
+from fedbw.fl.settings import EVENTS_FILE, PLAN_ENV, write_plan_file
+from fedbw.plan import Plan
+from fedbw.results.records import RecordWriter
+
+SUMMARY_FILE = "emulate.json"
+
+
+def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
+                progress: Progress = NoProgress) -> RunResult:
+    """Run ``plan`` with fedbw's apps on the Deployment Engine behind shaped links; records per round."""
+    if writer is None:
+        raise RunError("the emulate engine writes records into a run directory; pass a RecordWriter")
+    cfg = plan.config
+    run_dir = writer.path.parent
+    plan_path = write_plan_file(run_dir, plan)
+    events_path = run_dir / EVENTS_FILE
+    events_path.unlink(missing_ok=True)
+    dropped: list[int] = []
+    recorder = RoundRecorder(plan, run_id, events_path, writer, progress, lambda: dropped)
+    app_parent = Path(tempfile.mkdtemp(prefix="fedbw-app-"))
+    failure: BaseException | None = None
+    res: EmulationResult | None = None
+    progress(1, 0, cfg.clients.per_round)
+    try:
+        app_dir = write_fedbw_app(app_parent, plan_path)
+
+        def tick(live: Live) -> None:
+            recorder.consume(live.measures)
+
+        res = emulate_app(app_dir, clients_for_plan(plan), drops=drops_for_plan(plan),
+                          timeout_s=cfg.emulate.timeout_s,
+                          logs_to=(run_dir / LOGS_DIR) if cfg.emulate.keep_logs else None, tick=tick,
+                          env_extra={PLAN_ENV: str(plan_path)})
+        dropped[:] = res.dropped
+        done = res
+        recorder.consume(lambda: done.messages)
+    except RunError as exc:
+        failure = exc
+    finally:
+        shutil.rmtree(app_parent, ignore_errors=True)
+    result = RunResult(run_dir=run_dir, plan=plan, clients=recorder.clients, rounds=recorder.rounds)
+    if res is not None:
+        write_summary(run_dir / SUMMARY_FILE, res, recorder)
+    halted = [i for i in (res.issues if res is not None else []) if "halted" in i]
+    result.stopped_early = recorder.assembler.stopped_early  # privacy.dp.max_epsilon ended the run early
+    short = len(recorder.rounds) < plan.rounds and not result.stopped_early
+    if halted or failure is not None or recorder.assembler.error or short:
+        why = ("; ".join(halted) or recorder.assembler.error
+               or (str(failure) if failure else "the ServerApp ended early"))
+        secagg = cfg.privacy.secagg
+        hint = ""
+        if secagg.enabled and (halted or cfg.faults.drops):
+            hint = (f"\nSecAgg+ can unmask the sum only if at least reconstruction_threshold = "
+                    f"{secagg.reconstruction_threshold} of each client's {secagg.num_shares} share holders survive; "
+                    f"{len(cfg.faults.drops)} drop(s) were injected ({res.dropped if res else []} dropped). "
+                    "Inject fewer drops, lower privacy.secagg.reconstruction_threshold or raise num_shares.")
+        raise RunError(f"emulate stopped after {len(recorder.rounds)} of {plan.rounds} round(s): {why}{hint}\n"
+                       "finished rounds are kept in records.jsonl")
+    return result
+
+
+def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> None:
+    """What the records do not hold: start-up, memory, link totals, every message's parts."""
+    data = {
+        "flower_run_id": res.flower_run_id, "startup_s": res.startup_s, "run_wall_s": res.run_wall_s,
+        "peak_rss_bytes": res.peak_rss_bytes, "dropped": res.dropped,
+        "link_bytes_up": {str(k): v for k, v in res.bytes_up.items()},
+        "link_bytes_down": {str(k): v for k, v in res.bytes_down.items()},
+        "messages": [{"round": r, "client_id": t.client_id, "stage": t.stage, "bytes_down": t.bytes_down,
+                      "bytes_up": t.bytes_up, "flower_bytes_down": t.flower_bytes_down,
+                      "flower_bytes_up": t.flower_bytes_up, "t_down_s": t.t_down_s, "t_up_s": t.t_up_s,
+                      "t_compute_s": t.t_compute_s, "t_framework_s": t.t_framework_s, "total_s": t.total_s,
+                      "parts": t.parts, "bulk": t.bulk, "error": t.error}
+                     for r, t in recorder.messages],
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

@@ -1,0 +1,95 @@
+"""The simulation process: Flower's Simulation Engine (Ray) running fedbw's apps, nothing else.
+
+``simulate`` starts this module as a child in its own session so that it can always stop the whole
+tree (the child, Ray's GCS, raylet and actors) by process group. Ray and the ServerApp thread are
+shut down here on success, failure and SIGTERM/SIGINT; the process then leaves with ``os._exit`` so
+no non-daemon Flower thread can keep it alive.
+
+Usage: ``python -m fedbw.engines.simulate.child PLAN_JSON``
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+
+#: Ray actors (ClientApp workers) to run. Default: real training min(CPUs, 4), one core each, so measured
+#: compute is not inflated by oversubscription; synthetic compute min(2 × CPUs, 8), because a message's
+#: time in Flower's Ray transport is mostly waiting and more actors overlap it (1,000 synthetic clients
+#: per round on 2 cores: 40 s/round with 2 actors, 20 s with 4, 16 s with 8; docs/simulate.md).
+ACTORS_ENV = "FEDBW_SIM_ACTORS"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def actor_count(synthetic: bool = False) -> int:
+    if (v := os.environ.get(ACTORS_ENV)):
+        return max(1, int(v))
+    cpus = os.cpu_count() or 1
+    return max(1, min(2 * cpus, 8) if synthetic else min(cpus, 4))
+
+
+def backend_config(device: str, model_bytes: int, actors: int) -> dict:
+    """Ray sized to this machine: one (logical) CPU per ClientApp actor, a GPU share each on CUDA."""
+    init_args = {"num_cpus": actors, "include_dashboard": False, "logging_level": "ERROR",
+                 "log_to_driver": True,
+                 # Messages pass through Ray's object store; leave room for a few of them.
+                 "object_store_memory": max(512 * 2**20, 8 * model_bytes)}
+    resources = {"num_cpus": 1, "num_gpus": 0.0}
+    if device == "cuda":
+        init_args["num_gpus"] = 1
+        resources["num_gpus"] = 1.0 / actors
+    return {"init_args": init_args, "client_resources": resources}
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    code = 0
+    try:
+        from fedbw.fl.settings import PLAN_ENV, load_settings
+
+        plan_path = argv[1]
+        os.environ[PLAN_ENV] = plan_path  # inherited by Ray's workers (run_simulation passes no run_config)
+        settings = load_settings(plan_path)
+        actors = actor_count(settings.synthetic)
+        os.environ.setdefault("FEDBW_TORCH_THREADS", str(max(1, (os.cpu_count() or 1) // actors)))
+
+        from flwr.simulation import run_simulation
+
+        from fedbw.fl.client_app import app as client_app
+        from fedbw.fl.server_app import app as server_app
+
+        run_simulation(server_app=server_app, client_app=client_app,
+                       num_supernodes=settings.config.clients.total,
+                       backend_config=backend_config(settings.device, settings.plan.model.float32_bytes, actors))
+    except KeyboardInterrupt:
+        code = 130
+        print("fedbw simulation: interrupted", file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - the parent reads the log; exit non-zero
+        code = 1
+        traceback.print_exc()
+    finally:
+        leave(code)
+
+
+def leave(code: int) -> None:
+    """Shut Ray down (its GCS, raylet and actors), flush, and exit without waiting for any thread."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+    except BaseException:  # noqa: BLE001
+        traceback.print_exc()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,101 @@
+"""One supervisor for every child process fedbw starts: engines, the shaper, benchmarks.
+
+It starts children (each in its own session), notices one dying unexpectedly, and stops them all — on
+success, on error, on Ctrl-C and on SIGTERM/SIGHUP — including the processes they started, also those
+that detached into sessions of their own.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fedbw.errors import RunError
+from fedbw.processes.child import Child
+from fedbw.processes.groups import descendant_groups, groups_rss_bytes, groups_run, stop_groups
+
+#: Detached groups are stopped only if they still run one of these (a group id could be reused).
+DETACHED_NEEDLES = (b"flwr", b"flower", b"ray", b"fedbw")
+
+
+class Supervisor:
+    """Starts children, notices one dying, and stops them all.
+
+    Use as a context manager. Inside it, SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread
+    (Ctrl-C already does), so the ``with`` exit tears everything down. Children stop in waves, highest
+    ``wave`` first (``start(..., wave=0)`` for a server whose clients should go before it), each wave
+    together: its members get their stop signal at once and up to their grace to leave.
+    """
+
+    def __init__(self) -> None:
+        self.children: list[Child] = []
+        self._waves: dict[int, int] = {}  #: child pid → wave
+        self._old_handlers: dict[int, Any] = {}
+        self.known_groups: set[int] = set()  #: process groups seen below our children
+        self._next_scan = 0.0
+
+    def start(self, name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path, *, wave: int = 1,
+              **kwargs: Any) -> Child:
+        child = Child(name, argv, env, log_path, **kwargs)
+        self.children.append(child)
+        self._waves[child.pid] = wave
+        return child
+
+    def track(self, every_s: float = 1.0) -> None:
+        """Remember the process groups of every descendant (throttled): processes that detach into a
+        session of their own are re-parented to init when their parent dies, and would be lost."""
+        now = time.monotonic()
+        if now >= self._next_scan:
+            self._next_scan = now + every_s
+            self.known_groups |= descendant_groups([c.pid for c in self.children if c.alive])
+
+    def check(self) -> None:
+        """RunError naming the first child that died without being asked to, with its last lines."""
+        self.track()
+        for child in self.children:
+            if not child.expected_exit and not child.alive:
+                raise RunError(child.describe_failure(f"exited unexpectedly with code {child.returncode}"))
+
+    def rss_bytes(self) -> int:
+        """Resident memory of every process of every child's group and of the groups below them."""
+        self.track()
+        return groups_rss_bytes({c.pid for c in self.children} | self.known_groups)
+
+    def stop_all(self) -> None:
+        """Stop every child, wave by wave, then whatever their descendants left in detached groups."""
+        for child in self.children:
+            child.expected_exit = True
+        self.track(every_s=0.0)
+        for wave in sorted(set(self._waves.values()), reverse=True):
+            members = [c for c in self.children if self._waves[c.pid] == wave and c.group_alive()]
+            for child in members:
+                child.request_stop()
+            deadline = time.monotonic() + max((c.stop_grace_s for c in members), default=0.0)
+            for child in members:
+                child.wait_signalled(max(0.0, deadline - time.monotonic()))
+        for child in self.children:
+            child.stop(grace_s=0.5)
+        detached = self.known_groups - {c.pid for c in self.children}
+        stop_groups(groups_run(detached, DETACHED_NEEDLES), grace_s=5.0)
+
+    def __enter__(self) -> Supervisor:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                self._old_handlers[sig] = signal.signal(sig, _raise_interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stop_all()
+        finally:
+            for sig, handler in self._old_handlers.items():
+                signal.signal(sig, handler)
+            self._old_handlers.clear()
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

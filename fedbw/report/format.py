@@ -1,0 +1,27 @@
+"""Numbers as people read them: bytes with SI units, seconds scaled to µs … min. Plain text (no markup),
+shared by terminal tables, Markdown and plots."""
+
+from __future__ import annotations
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_s(t: float | None) -> str:
+    if t is None:
+        return "-"
+    if t == float("inf"):
+        return "∞"
+    if t >= 120:
+        return f"{t / 60:.1f} min"
+    if t >= 1:
+        return f"{t:.2f} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t * 1e6:.1f} µs"

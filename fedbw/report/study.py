@@ -1,0 +1,120 @@
+"""A study's outputs: study.json (everything), study.md (the table for docs), study.png (round time per
+variant and profile, split into communication and compute), and the Rich table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.table import Table
+
+from fedbw.report import tables
+from fedbw.report.format import fmt_bytes, fmt_s
+from fedbw.results.rundir import environment
+from fedbw.studies.result import StudyResult, StudyRow
+
+COLUMNS = ("variant", "profile", "up/client", "down/client", "round 1", "round", "comm time", "comm", "ε",
+           "accuracy", "up vs {baseline}")
+
+
+def _eps(r: StudyRow) -> str:
+    return "-" if r.epsilon is None else f"{r.epsilon:.3g}"
+
+
+def _acc(r: StudyRow) -> str:
+    return "-" if r.accuracy is None else f"{100 * r.accuracy:.1f} %"
+
+
+def _ratio(r: StudyRow) -> str:
+    return "-" if r.uplink_ratio is None else f"{r.uplink_ratio:.3f}×"
+
+
+def _cells(r: StudyRow) -> list[str]:
+    return [r.variant, r.profile, fmt_bytes(r.bytes_up_per_client), fmt_bytes(r.bytes_down_per_client),
+            fmt_s(r.round1_time_s), fmt_s(r.round_time_s), fmt_s(r.comm_time_s),
+            f"{100 * r.comm_fraction:.0f} %", _eps(r),
+            _acc(r), _ratio(r)]
+
+
+def _steady_note(res: StudyResult) -> str:
+    rounds = sorted({n for r in res.rows for n in r.steady_rounds})
+    span = f"rounds {rounds[0]}–{rounds[-1]}" if len(rounds) > 1 else f"round {rounds[0]}" if rounds else "-"
+    compute = ("measured on the machine that ran the study" if res.study.engine == "simulate"
+               else "the device profile's estimate")
+    return (f"bytes per client per round and \"round\" are means over {span} (steady state; stock SecAgg+ downloads "
+            f"a float64 model from round 2 on); every sampled client on the row's profile; ε and accuracy after the "
+            f"last round; comm time = communication on the round's critical path (bytes and link only), "
+            f"comm = its share of the round (the rest is client compute, {compute})")
+
+
+def rich_table(res: StudyResult) -> Table:
+    s = res.study
+    t = tables.new_table(f"Study {s.name} ({s.engine}, network clock)",
+                         [c.format(baseline=s.baseline) for c in COLUMNS], left=("profile",))
+    for r in res.rows:
+        cells = _cells(r)
+        cells[COLUMNS.index("comm")] = tables.fmt_frac(r.comm_fraction, r.bandwidth_bound)
+        t.add_row(*cells)
+    t.caption = _steady_note(res)
+    return t
+
+
+def markdown(res: StudyResult) -> str:
+    s = res.study
+    env = environment()
+    head = [c.format(baseline=s.baseline) for c in COLUMNS]
+    lines = [f"# Study {s.name}", "",
+             f"- command: `{res.command or f'fedbw study {s.source}'}`",
+             f"- engine: {s.engine}; started {res.started_utc}; machine: {env['platform']}, {env['cpu_count']} CPU(s), "
+             f"Python {env['python']}, flwr {env['packages'].get('flwr')}, torch {env['packages'].get('torch')}",
+             f"- runs: {', '.join(f'{k} → `{Path(v).name}`' for k, v in res.run_dirs.items())}", "",
+             "| " + " | ".join(head) + " |",
+             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|"]
+    lines += ["| " + " | ".join(_cells(r)) + " |" for r in res.rows]
+    lines += ["", _steady_note(res) + "."]
+    for name, why in res.stopped_early.items():
+        lines.append(f"\n{name}: {why}.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(res: StudyResult, path: Path) -> Path:
+    """Grouped bars: one group per profile, one bar per variant, communication below compute."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    profiles, variants = res.study.profiles, [v.name for v in res.study.variants]
+    by = {(r.variant, r.profile): r for r in res.rows}
+    width = 0.8 / len(variants)
+    cmap = plt.get_cmap("tab10")
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(profiles) * len(variants) / 2), 4.2))
+    for i, v in enumerate(variants):
+        xs = [p + (i - (len(variants) - 1) / 2) * width for p in range(len(profiles))]
+        comm = [by[(v, p)].comm_time_s for p in profiles]
+        rest = [by[(v, p)].round_time_s - by[(v, p)].comm_time_s for p in profiles]
+        ax.bar(xs, comm, width * 0.95, color=cmap(i), label=v)
+        ax.bar(xs, rest, width * 0.95, bottom=comm, color=cmap(i), alpha=0.35, hatch="//", edgecolor="white")
+    ax.set_xticks(range(len(profiles)), profiles)
+    ax.set_ylabel("round time (s)")
+    ax.set_xlabel("solid: communication · hatched: compute (critical path)")
+    ax.set_title(f"{res.study.name}: steady-state round time per variant and profile")
+    ax.legend(fontsize="small", ncol=min(len(variants), 3))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_outputs(res: StudyResult) -> list[Path]:
+    d = res.study_dir
+    s = res.study
+    data = {"study": s.name, "source": s.source, "engine": s.engine, "command": res.command,
+            "started_utc": res.started_utc, "profiles": s.profiles, "baseline": s.baseline,
+            "variants": [{"name": v.name, "set": list(v.overrides), "run_dir": str(res.run_dirs.get(v.name)),
+                          "stopped_early": res.stopped_early.get(v.name)} for v in s.variants],
+            "environment": environment(), "rows": [asdict(r) for r in res.rows]}
+    (d / "study.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (d / "study.md").write_text(markdown(res), encoding="utf-8")
+    return [d / "study.json", d / "study.md", plot(res, d / "study.png")]

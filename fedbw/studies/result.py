@@ -1,0 +1,43 @@
+"""What a study produces: one row per (variant, profile), and where its runs and files are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fedbw.studies.spec import Study
+
+
+@dataclass
+class StudyRow:
+    """One variant on one profile. Per-round figures are steady-state means: rounds ≥ 2 when the run
+    has them (stock SecAgg+ downloads a float64 model from round 2 on), else round 1."""
+
+    variant: str
+    profile: str
+    rounds: int  #: rounds the variant ran
+    steady_rounds: list[int]
+    bytes_up_per_client: float
+    bytes_down_per_client: float
+    round1_time_s: float
+    round_time_s: float
+    comm_time_s: float
+    compute_time_s: float
+    comm_fraction: float
+    bandwidth_bound: bool
+    epsilon: float | None  #: after the last round
+    accuracy: float | None  #: after the last round
+    loss: float | None
+    uplink_ratio: float | None = None  #: bytes up per client / the baseline variant's
+
+
+@dataclass
+class StudyResult:
+    study: Study
+    study_dir: Path
+    rows: list[StudyRow] = field(default_factory=list)
+    run_dirs: dict[str, Path] = field(default_factory=dict)
+    stopped_early: dict[str, str] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    started_utc: str = ""
+    command: str | None = None

@@ -1,0 +1,205 @@
+"""emulate without Flower: links from the plan, faults, stage naming, attribution, app checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fedbw.config import config_from_dict
+from fedbw.engines.emulate.attribution import FRAMEWORK_PARTS, match_round, message_times, round_records
+from fedbw.engines.emulate.clients import clients_for_plan, clients_for_profile, drops_for_plan, flap_trace
+from fedbw.engines.emulate.fedbw_app import write_fedbw_app
+from fedbw.engines.emulate.federation import EmulatedClient, EmulationResult, MessageMeasure, check_app_dir
+from fedbw.engines.emulate.foreign import app_records, stage_names
+from fedbw.engines.emulate.sampler import Transfer
+from fedbw.engines.emulate.supernode_log import MessageSpan
+from fedbw.errors import ConfigError
+from fedbw.plan import build_plan
+
+FIXTURE_APP = Path(__file__).parent.parent / "fixtures" / "numpy_app"
+
+
+def _plan(**sections):
+    base = {"engine": "emulate", "clients": {"total": 4, "per_round": 4}, "network": {"profile": "home-30"}}
+    base.update(sections)
+    return build_plan(config_from_dict(base))
+
+
+def test_links_are_the_plans_payload_rates_rtt_and_jitter() -> None:
+    plan = _plan()
+    links = clients_for_plan(plan)
+    pc, link = plan.clients[0], links[0].link
+    assert link.up_mbps == pytest.approx(pc.link.up_payload_mbps)
+    assert link.down_mbps == pytest.approx(pc.link.down_payload_mbps)
+    assert link.latency_up_ms + link.latency_down_ms == pytest.approx(pc.access.rtt_ms)
+    assert link.jitter_up_ms + link.jitter_down_ms == pytest.approx(pc.access.jitter_ms)
+    assert [c.client_id for c in links] == [0, 1, 2, 3]
+
+
+def test_stragglers_and_flaps_change_only_their_client() -> None:
+    plan = _plan(faults={"stragglers": [{"client": 1, "link_factor": 0.5}],
+                         "flaps": [{"client": 2, "at_s": 10, "duration_s": 3, "direction": "up"}]})
+    links = {c.client_id: c.link for c in clients_for_plan(plan)}
+    base_up = plan.clients[0].link.up_payload_mbps
+    assert links[1].up_mbps == pytest.approx(base_up * 0.5)
+    assert links[2].up_trace == ((10.0, 0.0), (13.0, pytest.approx(base_up)))
+    assert links[2].down_trace == ()
+    assert links[0].up_trace == () and links[0].up_mbps == pytest.approx(base_up)
+
+
+def test_overlapping_flaps_are_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="overlap"):
+        flap_trace(30.0, [(10.0, 5.0), (12.0, 1.0)])
+
+
+def test_drops_map_stage_names_to_train_message_order() -> None:
+    plan = _plan(privacy={"secagg": {"enabled": True, "num_shares": 3, "reconstruction_threshold": 2}},
+                 faults={"drops": [{"client": 3, "round": 2, "stage": "collect_masked_vectors"}]})
+    (d,) = drops_for_plan(plan)
+    assert (d.client, d.round, d.stage_index) == (3, 2, 2)
+
+
+@pytest.mark.parametrize("faults, match", [
+    ({"drops": [{"client": 9, "round": 1}]}, "faults.drops names client 9"),
+    ({"drops": [{"client": 1, "round": 1, "stage": "unmask"}]}, "does not exist in this run"),
+    ({"drops": [{"client": 1, "round": 7}]}, "after the last round"),
+    ({"stragglers": [{"client": 0, "link_factor": 2}]}, "link_factor"),
+])
+def test_fault_config_errors_name_the_key(faults, match) -> None:
+    with pytest.raises(ConfigError, match=match):
+        config_from_dict({"clients": {"total": 4, "per_round": 4}, "faults": faults})
+
+
+def test_stage_names() -> None:
+    assert stage_names(4, ["train"] * 4) == ["setup", "share_keys", "collect_masked_vectors", "unmask"]
+    assert stage_names(1, ["train"]) == ["fit"]
+    assert stage_names(3, ["train", "evaluate", "train"]) == ["train", "evaluate", "train-1"]
+
+
+def test_app_dir_checks(tmp_path: Path) -> None:
+    check_app_dir(FIXTURE_APP)
+    with pytest.raises(ConfigError, match="no pyproject.toml"):
+        check_app_dir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    with pytest.raises(ConfigError, match=r"no \[tool.flwr.app\]"):
+        check_app_dir(tmp_path)
+
+
+def test_fedbw_app_dir_points_flower_at_fedbws_apps(tmp_path: Path) -> None:
+    import tomllib
+
+    from fedbw.fl.settings import PLAN_KEY
+
+    app = write_fedbw_app(tmp_path, tmp_path / "plan.json")
+    check_app_dir(app)
+    data = tomllib.loads((app / "pyproject.toml").read_text())
+    assert data["tool"]["flwr"]["app"]["components"] == {"serverapp": "fedbw.fl.server_app:app",
+                                                         "clientapp": "fedbw.fl.client_app:app"}
+    assert data["tool"]["flwr"]["app"]["config"][PLAN_KEY] == str(tmp_path / "plan.json")
+    assert data["project"]["dependencies"] == []  # nothing for the SuperLink to `uv sync`
+
+
+def test_profile_clients() -> None:
+    cs = clients_for_profile(3, "home-30")
+    assert [c.client_id for c in cs] == [0, 1, 2]
+    assert cs[0].link.up_mbps < 30 and cs[0].link.latency_up_ms == pytest.approx(12.5)
+    with pytest.raises(ConfigError):
+        clients_for_profile(0, "home-30")
+
+
+# ------------------------------------------------------------------------------------ attribution
+
+
+def _measure(cid: int, group: str, t0: float, down_s: float = 0.5, up_s: float = 1.0) -> MessageMeasure:
+    """A message that arrives at t0+1 (after a 1 s poll), runs its ClientApp, then uploads."""
+    span = MessageSpan(0, "train", group, t0 + 1.1, t0 + 1.0 + down_s, t0 + 3.0, t0 + 6.0, t0 + 6.0 + up_s)
+    down = Transfer(1_000_000, t0 + 1.0, t0 + 1.0 + down_s, 990_000, t0 + 1.05, t0 + 1.0 + down_s)
+    up = Transfer(4_000_000, t0 + 6.0, t0 + 6.0 + up_s, 3_990_000, t0 + 6.05, t0 + 6.0 + up_s)
+    return MessageMeasure(cid, span, down, up)
+
+
+def test_message_times_split_into_consecutive_parts() -> None:
+    t0 = 100.0
+    m = _measure(0, "1", t0)
+    ev = {"client_id": 0, "stage": "fit", "t_sent": t0, "t_replied": t0 + 9.0, "t_recv": t0 + 3.5,
+          "t_reply": t0 + 5.5, "t_app_s": 2.0, "compute_s": 1.5, "bytes_down": 990_000, "bytes_up": 3_990_000}
+    t = message_times(ev, m)
+    assert t.t_down_s == pytest.approx(0.5) and t.t_up_s == pytest.approx(1.0) and t.t_compute_s == 1.5
+    assert t.parts["supernode_poll_s"] == pytest.approx(1.0)
+    assert t.parts["clientapp_start_s"] == pytest.approx(2.0)  # received at +1.5, app running at +3.5
+    assert t.parts["app_other_s"] == pytest.approx(0.5)
+    assert t.parts["reply_pickup_s"] == pytest.approx(0.5)  # app done +5.5, upload from +6.0
+    assert t.parts["serverapp_poll_s"] == pytest.approx(2.0)  # last byte +7.0, pulled +9.0
+    # the parts and the measured link/compute times add up to the message's whole time
+    assert sum(t.parts.values()) + t.t_down_s + t.t_up_s + t.t_compute_s == pytest.approx(t.total_s)
+    assert t.t_framework_s == pytest.approx(sum(t.parts.values()))
+
+
+def test_round_records_pair_events_with_spans_and_mark_drops() -> None:
+    t0 = 50.0
+    measures = [_measure(0, "1", t0), _measure(1, "1", t0, up_s=2.0), _measure(0, "2", t0 + 20)]
+    events = [{"client_id": c, "stage": "fit", "t_sent": t0, "t_replied": t0 + 10.0, "compute_s": 1.0}
+              for c in (0, 1)]
+    pairs = match_round(events, measures, 1)
+    assert [(e["client_id"], m.span.group) for e, m in pairs] == [(0, "1"), (1, "1")]
+    times = [message_times(e, m) for e, m in pairs]
+    clients, rnd = round_records("r", "emulate", 1, times, {0: "home-30", 1: "home-30", 2: "home-30"},
+                                 sampled=[0, 1, 2], dropped=[2])
+    assert [c.dropped for c in clients] == [False, False, True]
+    assert rnd.round_time_s == pytest.approx(10.0)
+    # the barrier-holder is client 1 (its upload ended last): 0.5 s down + 2 s up
+    assert rnd.comm_time_s == pytest.approx(2.5) and rnd.compute_time_s == pytest.approx(1.0)
+    assert rnd.framework_time_s == pytest.approx(10.0 - 2.5 - 1.0)
+    assert set(rnd.extra["framework_parts_s"]) == set(FRAMEWORK_PARTS)
+    assert rnd.bytes_up_total == 8_000_000
+
+
+def test_app_records_group_messages_into_rounds() -> None:
+    ms = [_measure(0, "1", 0.0), _measure(1, "1", 0.0), _measure(0, "2", 20.0), _measure(1, "2", 20.0)]
+    hello = MessageMeasure(0, MessageSpan(0, "query", "0", 0.0, 0.1, None, 0.2, 0.3), Transfer(10, None, None),
+                           Transfer(10, None, None))
+    res = EmulationResult(1, None, [EmulatedClient(0, "home-30", None), EmulatedClient(1, "home-30", None)],
+                          [hello, *ms], {0: 1, 1: 1}, {0: 1, 1: 1}, 1.0, 2.0, dropped=[])
+    clients, rounds = app_records(res, "byo")
+    assert [r.round for r in rounds] == [1, 2]
+    assert [s.stage for s in clients[0].stages] == ["fit"]
+    assert rounds[0].bytes_up_total == 8_000_000
+    assert rounds[0].comm_time_s == pytest.approx(1.5)
+    assert rounds[1].wall_time_s == pytest.approx(20.0)
+
+
+def test_server_log_issues_find_halted_secagg_and_failures() -> None:
+    from fedbw.engines.emulate.federation import server_log_issues
+
+    log = """INFO :      [ROUND 1]
+INFO :      Secure aggregation commencing.
+INFO :      aggregate_fit: received 2 results and 1 failures
+INFO :      [ROUND 2]
+ERROR :     Insufficient available nodes.
+INFO :      Secure aggregation halted.
+"""
+    issues = server_log_issues(log)
+    assert issues == ["round 1: 1 client(s) failed, 2 result(s) aggregated", "round 2: Insufficient available nodes.",
+                      "round 2: SecAgg+ halted (too few clients survived to unmask the sum)"]
+    assert server_log_issues("INFO :      aggregate_fit: received 3 results and 0 failures") == []
+
+
+def test_cli_rejects_a_directory_that_is_not_a_flower_app(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from fedbw.cli import app
+
+    res = CliRunner().invoke(app, ["emulate", "--app", str(tmp_path), "--clients", "2"])
+    assert res.exit_code == 2
+    assert "no pyproject.toml" in res.output
+
+
+def test_cli_rejects_an_unknown_profile() -> None:
+    from typer.testing import CliRunner
+
+    from fedbw.cli import app
+
+    res = CliRunner().invoke(app, ["emulate", "--app", str(FIXTURE_APP), "--profile", "home-9000"])
+    assert res.exit_code == 2
+    assert "home-9000" in res.output

@@ -1,0 +1,44 @@
+"""Profiles → links: one conversion for the model and the shaper, overrides, TCP efficiency."""
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from fedbw.config import config_from_dict
+from fedbw.links import AccessLink, assign_profiles, planned_links, profile_link
+from fedbw.plan import build_plan
+
+
+def test_profile_shares_use_largest_remainder():
+    cfg = config_from_dict({"clients": {"total": 10, "per_round": 5}, "network": {"mix": [
+        {"profile": "home-30", "share": 1}, {"profile": "home-50", "share": 1}, {"profile": "home-80", "share": 1}]}})
+    counts = Counter(assign_profiles(cfg))
+    assert sorted(counts.values()) == [3, 3, 4] and sum(counts.values()) == 10
+
+
+def test_overrides_change_one_client():
+    cfg = config_from_dict({"clients": {"total": 4, "per_round": 2},
+                            "network": {"profile": "home-30", "overrides": [{"client": 2, "up_mbps": 5},
+                                                                           {"client": 3, "profile": "home-80"}]}})
+    links = planned_links(cfg)
+    assert links[2].up_mbps == 5 and links[2].profile == "home-30*" and links[2].down_mbps == 300
+    assert links[1].up_mbps == 30 and links[3] == profile_link("home-80")
+    plan = build_plan(cfg)
+    assert plan.clients[2].profile == "home-30*"
+    assert plan.clients[2].link.up_payload_mbps == pytest.approx(5 * 1448 / 1514)
+
+
+def test_model_and_shaper_get_the_same_numbers():
+    link = profile_link("home-50")
+    model, spec = link.model(), link.shaper_spec(seed=3)
+    assert model.up_payload_mbps == spec.up_mbps == pytest.approx(50 * 1448 / 1514)
+    assert model.down_payload_mbps == spec.down_mbps
+    assert model.rtt_s * 1000 == spec.latency_up_ms + spec.latency_down_ms
+    assert spec.jitter_up_ms == spec.jitter_down_ms == link.jitter_ms / 2 and spec.seed == 3
+
+
+def test_the_profiles_tcp_efficiency_is_used_everywhere():
+    link: AccessLink = replace(profile_link("home-30"), tcp_efficiency=0.5)
+    assert link.model().up_payload_mbps == 15.0 and link.shaper_spec().up_mbps == 15.0
+    assert link.shaper_spec(rate_factor=0.5).down_mbps == 75.0
