@@ -8,7 +8,6 @@ emulate hand the serialized plan to Flower's apps (``plan.json``); the apps read
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -18,6 +17,7 @@ from fedbw.config import ExperimentConfig, config_from_dict, config_to_dict
 from fedbw.links import AccessLink, planned_links
 from fedbw.netmodel import ClientLink, MessageSizes, round_exchanges
 from fedbw.privacy.accounting import plan_budget
+from fedbw.privacy.sampling import sample_round
 
 #: scikit-learn's digits: 1,797 samples of 8×8 images.
 DIGITS_SAMPLES = 1797
@@ -119,12 +119,6 @@ def build_plan(cfg: ExperimentConfig, device: str | None = None) -> Plan:
     budget = plan_budget(cfg, lambda r: sampled[r - 1])
     return Plan(cfg, model, clients, num_arrays=model.num_arrays, samples=sampled, rounds=budget.rounds,
                 epsilons=budget.epsilons, stop_reason=budget.stop_reason, device=device)
-
-
-def sample_round(cfg: ExperimentConfig, round_index: int) -> list[int]:
-    """The clients of one round: a draw without replacement seeded by the config's seed and the round."""
-    rng = random.Random(f"{cfg.seed}:sample:{round_index}")
-    return sorted(rng.sample(range(cfg.clients.total), cfg.clients.per_round))
 
 
 def samples_per_client(cfg: ExperimentConfig, model: catalog.ModelSpec) -> int:

@@ -16,7 +16,8 @@ from fedbw.config.loading import (
     load_config,
     read_toml,
 )
-from fedbw.config.sections import DPMode, Engine, LinkOverride
+from fedbw.config.privacy import DPMode
+from fedbw.config.sections import Engine, LinkOverride
 
 __all__ = ["DPMode", "Engine", "ExperimentConfig", "LinkOverride", "apply_override", "check_catalog_names",
            "config_from_dict", "config_to_dict", "format_validation_error", "load_config", "read_toml"]

@@ -10,8 +10,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Engine = Literal["estimate", "simulate", "emulate"]
-DPMode = Literal["central-server-fixed", "central-server-adaptive", "central-client-fixed",
-                 "central-client-adaptive", "local"]
 
 
 class Section(BaseModel):
@@ -33,6 +31,9 @@ class DataConfig(Section):
 class ClientsConfig(Section):
     total: int = Field(10, ge=1)
     per_round: int = Field(5, ge=1)
+    sampling: Literal["fixed", "poisson"] = Field(
+        "fixed", description="fixed: per_round clients drawn without replacement; poisson: each client "
+                             "independently with probability per_round / total")
     compute: Literal["real", "synthetic"] = "real"
     device_profile: str = "laptop-cpu"
 
@@ -79,50 +80,6 @@ class NetworkConfig(Section):
         elif not mix:
             data["mix"] = [{"profile": "home-30", "share": 1.0}]
         return data
-
-
-class SecAggConfig(Section):
-    enabled: bool = False
-    mode: Literal["stock", "packed"] = "stock"
-    num_shares: int = Field(3, ge=3, description="neighbours each client shares keys with, itself included")
-    reconstruction_threshold: int = Field(2, ge=2)
-    max_weight: float = Field(1000.0, gt=0)
-    clipping_range: float = Field(8.0, gt=0)
-    quantization_range: int = Field(2**22, gt=0)
-    modulus_range: int = Field(2**32, gt=0)
-    timeout_s: float | None = Field(None, gt=0)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "SecAggConfig":
-        if self.reconstruction_threshold >= self.num_shares:
-            raise ValueError(
-                f"reconstruction_threshold ({self.reconstruction_threshold}) must be less than num_shares "
-                f"({self.num_shares}); lower the threshold or raise num_shares")
-        if self.modulus_range & (self.modulus_range - 1):
-            raise ValueError(f"modulus_range must be a power of two, got {self.modulus_range}")
-        if self.modulus_range <= self.quantization_range:
-            raise ValueError("modulus_range must be greater than quantization_range")
-        return self
-
-
-class DPConfig(Section):
-    enabled: bool = False
-    mode: DPMode = "central-server-fixed"
-    noise_multiplier: float = Field(1.0, ge=0)
-    clipping_norm: float = Field(1.0, gt=0)
-    target_delta: float = Field(1e-5, gt=0, lt=1)
-    max_epsilon: float | None = Field(None, gt=0, description="stop the run before ε would exceed this")
-    local_epsilon: float = Field(1.0, gt=0, description="per-release ε of LocalDpMod (mode = local)")
-    local_delta: float = Field(1e-6, gt=0, lt=1)
-    local_accounting: Literal["rdp", "basic", "advanced"] = Field(
-        "rdp", description="how local-DP releases compose: RDP of LocalDpMod's Gaussian, basic or advanced")
-    target_clipped_quantile: float = Field(0.5, ge=0, le=1, description="adaptive clipping: target quantile")
-    clip_norm_lr: float = Field(0.2, gt=0, description="adaptive clipping: learning rate of the clipping norm")
-
-
-class PrivacyConfig(Section):
-    secagg: SecAggConfig = Field(default_factory=SecAggConfig)
-    dp: DPConfig = Field(default_factory=DPConfig)
 
 
 class CompressionConfig(Section):

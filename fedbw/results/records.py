@@ -22,6 +22,7 @@ from pydantic.dataclasses import dataclass as validated
 
 from fedbw.errors import ConfigError
 from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
+from fedbw.results.privacy_record import PrivacyRound
 
 SCHEMA = "fedbw.records"
 #: 2: header line, validated records (fedbw 0.2). 1: no header (fedbw 0.1).
@@ -115,6 +116,7 @@ class RoundRecord:
     wall_time_s: float | None = None  #: how long this round took to run on this machine
     kind: Literal["round"] = "round"
     extra: dict[str, Any] = field(default_factory=dict)
+    privacy: PrivacyRound | None = None  #: ε's sampling, adjacency and δ; SecAgg+ clipping and wrapping
 
     DERIVED = ("comm_fraction", "bandwidth_bound")
 

@@ -1,0 +1,100 @@
+"""The privacy sections of an experiment config (SecAgg+, DP) and the checks that involve them.
+
+Every check here stops a config whose privacy figures would not hold (a sum that can wrap, a DP mode
+that cannot see what it clips, noise that gives no finite ε) before anything runs.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from fedbw.config.sections import ClientsConfig, CompressionConfig, Section
+
+DPMode = Literal["central-server-fixed", "central-server-adaptive", "central-client-fixed",
+                 "central-client-adaptive", "local"]
+
+
+class SecAggConfig(Section):
+    enabled: bool = False
+    mode: Literal["stock", "packed"] = "stock"
+    num_shares: int = Field(3, ge=3, description="neighbours each client shares keys with, itself included")
+    reconstruction_threshold: int = Field(2, ge=2)
+    max_weight: float = Field(1000.0, gt=0)
+    clipping_range: float = Field(8.0, gt=0)
+    quantization_range: int = Field(2**22, gt=0)
+    modulus_range: int = Field(2**32, gt=0)
+    timeout_s: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "SecAggConfig":
+        if self.reconstruction_threshold >= self.num_shares:
+            raise ValueError(
+                f"reconstruction_threshold ({self.reconstruction_threshold}) must be less than num_shares "
+                f"({self.num_shares}); lower the threshold or raise num_shares")
+        if self.modulus_range & (self.modulus_range - 1):
+            raise ValueError(f"modulus_range must be a power of two, got {self.modulus_range}")
+        if self.modulus_range <= self.quantization_range:
+            raise ValueError("modulus_range must be greater than quantization_range")
+        return self
+
+
+class DPConfig(Section):
+    enabled: bool = False
+    mode: DPMode = "central-server-fixed"
+    noise_multiplier: float = Field(1.0, ge=0)
+    clipping_norm: float = Field(1.0, gt=0)
+    target_delta: float = Field(1e-5, gt=0, lt=1)
+    max_epsilon: float | None = Field(None, gt=0, description="stop the run before ε would exceed this")
+    local_epsilon: float = Field(1.0, gt=0, description="per-release ε of LocalDpMod (mode = local)")
+    local_delta: float = Field(1e-6, gt=0, lt=1)
+    local_accounting: Literal["rdp", "basic", "advanced"] = Field(
+        "rdp", description="how local-DP releases compose: RDP of LocalDpMod's Gaussian, basic or advanced")
+    target_clipped_quantile: float = Field(0.5, ge=0, le=1, description="adaptive clipping: target quantile")
+    clip_norm_lr: float = Field(0.2, gt=0, description="adaptive clipping: learning rate of the clipping norm")
+
+
+class PrivacyConfig(Section):
+    secagg: SecAggConfig = Field(default_factory=SecAggConfig)
+    dp: DPConfig = Field(default_factory=DPConfig)
+
+
+def check_privacy(privacy: PrivacyConfig, c: ClientsConfig, compression: CompressionConfig) -> None:
+    """Cross-section checks of privacy.secagg and privacy.dp; ValueError says which keys to change."""
+    sa = privacy.secagg
+    if sa.enabled:
+        if sa.num_shares > c.per_round:
+            raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) cannot exceed clients.per_round "
+                             f"({c.per_round})")
+        if compression.codec != "none":
+            raise ValueError("compression codecs do not compose with SecAgg+: masked values are uniform "
+                             "integers; set compression.codec = \"none\" or disable privacy.secagg")
+        if sa.num_shares < c.per_round and sa.num_shares % 2 == 0:
+            raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) must be odd when below clients.per_round "
+                             f"({c.per_round}): Flower's SecAgg+ builds a symmetric ring of neighbours and fails "
+                             f"on an even count; use {sa.num_shares - 1} or {sa.num_shares + 1}")
+        if c.per_round * sa.quantization_range >= sa.modulus_range:
+            raise ValueError(f"SecAgg+ would overflow: the sum of clients.per_round ({c.per_round}) quantized "
+                             f"values, each up to privacy.secagg.quantization_range ({sa.quantization_range}), "
+                             f"must stay below privacy.secagg.modulus_range ({sa.modulus_range}); lower "
+                             f"quantization_range or clients.per_round, or raise modulus_range")
+    dp = privacy.dp
+    if dp.enabled and sa.enabled and dp.mode in ("central-server-fixed", "central-server-adaptive"):
+        raise ValueError("server-side DP clips individual updates, which SecAgg+ hides from the server; "
+                         "use privacy.dp.mode = \"central-client-fixed\" (or -adaptive, or local) with SecAgg+")
+    if dp.enabled and compression.codec == "topk":
+        raise ValueError("top-k sparsification does not compose with DP noise (noise makes updates dense); "
+                         "use codec fp16/int8 or disable DP")
+    if dp.enabled and dp.mode != "local" and dp.noise_multiplier <= 0:
+        raise ValueError("privacy.dp.noise_multiplier must be > 0 with central DP (0 adds no noise, so no finite "
+                         "ε); raise it or set privacy.dp.enabled = false")
+    if dp.enabled and dp.mode.endswith("-adaptive") and dp.noise_multiplier >= c.per_round / 10:
+        raise ValueError(f"privacy.dp.noise_multiplier ({dp.noise_multiplier}) must be below clients.per_round/10 "
+                         f"({c.per_round / 10:g}) with adaptive clipping (Flower splits the noise with a clipped-"
+                         f"count query of std per_round/20); lower noise_multiplier, raise clients.per_round or "
+                         f"use a -fixed mode")
+    if dp.enabled and dp.mode == "local" and dp.local_accounting != "rdp" and dp.local_epsilon >= 1:
+        raise ValueError(f"privacy.dp.local_accounting = \"{dp.local_accounting}\" composes LocalDpMod's per-release "
+                         f"(ε, δ) guarantee, which its Gaussian calibration only keeps for ε < 1 (local_epsilon = "
+                         f"{dp.local_epsilon}); use local_accounting = \"rdp\" or local_epsilon < 1")
