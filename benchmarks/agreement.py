@@ -1,17 +1,21 @@
-"""One config through estimate, simulate and emulate: do the engines agree where they should?
+"""Do the engines agree where they should? estimate and simulate (the model) against emulate (Flower's
+Deployment Engine on shaped sockets), which shares no code with the model that makes a number.
 
-Three checks (targets from issue 6):
+Cases (``--case``):
 
-1. Per transfer: every message payload that emulate moved through the shaper in ≥ 1 s, against the
-   network model's time for the same bytes on the same link (``transfer_time_s``): target ±2 %.
-   Transfers during which the sender (Flower) left the link idle are counted and shown apart.
-2. Network part of each round: emulate's measured critical-path download + upload vs simulate's
-   virtual clock (and estimate's prediction) on the same plan: target ±5 %.
-3. Scale: N SuperNodes on this machine (default 16): set-up time, round time, memory, and Flower's
-   per-message framework time.
+* ``deployment`` (issue 10): whole rounds under the Flower-deployment cost model — fedbw's quickstart
+  shape (small CNN, real training: framework-dominated) and ResNet-18 on home-30 and home-50 (synthetic
+  compute: link-dominated), 1 and 2 clients, estimate / simulate / emulate; Flower's message-API
+  quickstart shape under ``simulate --app`` / ``emulate --app``; and 20 clients behind a 1 GbE server
+  (estimate and simulate) to show the server-bound download. Target: steady rounds within 10 %.
+* ``emulation`` (issue 11): emulate against simulate (framework and server-link model on) per transfer
+  and per round, ResNet-18 with 2, 4 and 8 clients, with and without time dilation, the host-bound
+  share beside each row. Targets with dilation: transfers of ≥ 1 s within 2 %, rounds within 5 %.
+* ``link``: the shaper + network model alone, a one-array app, transfers ≥ 1 s (target ±2 %).
+* ``scale``: N SuperNodes on this machine: set-up, round time, memory, framework time.
 
-Prints markdown tables (pasted into docs/fidelity.md) and writes benchmarks/results/agreement.json.
-Usage: .venv/bin/python benchmarks/agreement.py [--rounds 2] [--scale-clients 16] [--skip-scale]
+Writes benchmarks/results/agreement-<case>.json; `fedbw docs` regenerates docs/fidelity.md's tables from
+it. Usage: .venv/bin/python benchmarks/agreement.py --case deployment [--rounds 4]
 """
 
 from __future__ import annotations
@@ -31,16 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from fedbw.config import config_from_dict  # noqa: E402
 from fedbw.netmodel import transfer_time_s  # noqa: E402
-from fedbw.plan import build_plan  # noqa: E402
 from fedbw.runner import run_experiment  # noqa: E402
 
-#: A model whose uploads take seconds on home uplinks, so transfers dominate their round trips.
-AGREEMENT_CONFIG: dict[str, Any] = {
-    "name": "agreement", "seed": 0, "model": {"name": "resnet18"},
-    "clients": {"total": 4, "per_round": 4, "compute": "synthetic"},
-    "training": {"rounds": 2},
-    "network": {"mix": [{"profile": "home-30", "share": 1}, {"profile": "home-50", "share": 1}]},
-}
 SCALE_CONFIG: dict[str, Any] = {
     "name": "scale", "seed": 0, "model": {"name": "small-cnn"},
     "clients": {"total": 16, "per_round": 16, "compute": "synthetic"},
@@ -57,55 +53,9 @@ def run(cfg_dict: dict[str, Any], engine: str, out: Path) -> Any:
     return result
 
 
-def per_transfer(plan: Any, emulate_dir: Path) -> list[dict[str, Any]]:
-    """Every payload of ≥ 1 s on the shaped links, against the network model for the same bytes."""
-    summary = json.loads((emulate_dir / "emulate.json").read_text())
-    rows = []
-    for m in summary["messages"]:
-        link = plan.clients[m["client_id"]].link
-        for d, rate in (("down", link.down_payload_mbps), ("up", link.up_payload_mbps)):
-            measured = m["bulk"][f"{d}_s"]
-            if measured < 1.0:
-                continue
-            nbytes = m["bulk"][f"{d}_bytes"]
-            predicted = transfer_time_s(nbytes, rate, link.one_way_s)
-            rows.append({"round": m["round"], "client": m["client_id"], "stage": m["stage"], "dir": d,
-                         "profile": plan.clients[m["client_id"]].profile, "bytes": nbytes, "rate_mbps": rate,
-                         "measured_s": measured, "predicted_s": predicted, "error": measured / predicted - 1,
-                         "sender_idle_s": m["bulk"][f"{d}_sender_idle_s"],
-                         "message_s": m[f"t_{d}_s"]})
-    return rows
-
-
-def per_message_vs_simulate(emulate: Any, simulate: Any) -> list[dict[str, Any]]:
-    """Whole message transfers (round trips, headers included) vs the virtual clock's time for them."""
-    sim = {(c.round, c.client_id, s.stage): s for c in simulate.clients for s in c.stages}
-    rows = []
-    for c in emulate.clients:
-        for s in c.stages:
-            v = sim.get((c.round, c.client_id, s.stage))
-            if v is None:
-                continue
-            rows.append({"round": c.round, "client": c.client_id, "stage": s.stage,
-                         "emulate_down_s": s.t_down_s, "simulate_down_s": v.t_down_s,
-                         "emulate_up_s": s.t_up_s, "simulate_up_s": v.t_up_s,
-                         "wire_bytes_up": s.bytes_up, "flower_bytes_up": v.bytes_up})
-    return rows
-
-
-def rounds_table(est: Any, sim: Any, emu: Any) -> list[dict[str, Any]]:
-    rows = []
-    for e, s, m in zip(est.rounds, sim.rounds, emu.rounds):
-        rows.append({"round": m.round, "estimate_comm_s": e.comm_time_s, "simulate_comm_s": s.comm_time_s,
-                     "emulate_comm_s": m.comm_time_s, "error_vs_simulate": m.comm_time_s / s.comm_time_s - 1,
-                     "simulate_round_s": s.round_time_s, "emulate_round_s": m.round_time_s,
-                     "emulate_framework_s": m.framework_time_s,
-                     "framework_parts_s": m.extra.get("framework_parts_s", {})})
-    return rows
-
-
-def scale(out: Path, n: int) -> dict[str, Any]:
-    cfg = {**SCALE_CONFIG, "clients": {**SCALE_CONFIG["clients"], "total": n, "per_round": n}}
+def scale(out: Path, n: int, dilation: str) -> dict[str, Any]:
+    cfg = {**SCALE_CONFIG, "clients": {**SCALE_CONFIG["clients"], "total": n, "per_round": n},
+           "emulate": {"dilation": "auto" if dilation == "auto" else float(dilation)}}
     res = run(cfg, "emulate", out)
     summary = json.loads((Path(res.run_dir) / "emulate.json").read_text())
     msgs = [m for m in summary["messages"] if m["error"] is None]
@@ -116,7 +66,8 @@ def scale(out: Path, n: int) -> dict[str, Any]:
             "framework_time_s": rnd.framework_time_s, "peak_rss_bytes": summary["peak_rss_bytes"],
             "clientapp_start_median_s": statistics.median(starts) if starts else None,
             "clientapp_start_max_s": starts[-1] if starts else None,
-            "framework_parts_s": rnd.extra.get("framework_parts_s", {})}
+            "framework_parts_s": rnd.extra.get("framework_parts_s", {}),
+            "dilation": summary.get("dilation", 1.0), "host_share": rnd.host.share if rnd.host else None}
 
 
 LINK_PROFILES = ("home-30", "mobile-4g")
@@ -168,82 +119,182 @@ def summarize(transfers: list[dict[str, Any]]) -> dict[str, Any]:
             "link_limited_max_abs_error": max(lim, default=None)}
 
 
-TRANSFER_COLS = [("round", "round", "d"), ("client", "client", "d"), ("profile", "profile", "s"),
-                 ("stage", "stage", "s"), ("dir", "dir", "s"), ("bytes", "payload B", ",.0f"),
-                 ("predicted_s", "model s", ".3f"), ("measured_s", "emulate s", ".3f"), ("error", "error", "+.2%"),
-                 ("sender_idle_s", "sender idle s", ".3f"), ("link_limited_error", "error w/o sender idle", "+.2%"),
-                 ("message_s", "whole message s", ".3f")]
+def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool, dilation: str) -> dict[str, Any]:
+    """Round times of the three engines (and of the two app paths) on the same federation."""
+    from fedbw.calibration.file import default_calibration
+    from fedbw.engines.emulate import run_app
+    from fedbw.engines.simulate.foreign import simulate_app
+
+    cases: list[dict[str, Any]] = []
+    for name, base in DEPLOYMENT_CASES:
+        for n in clients_list:
+            cfg = {**base, "name": f"{name}-{n}", "training": {**base.get("training", {}), "rounds": rounds},
+                   "clients": {**base["clients"], "total": n, "per_round": n}}
+            k: Any = "auto" if dilation == "auto" else float(dilation)
+            runs = {engine: run({**cfg, "emulate": {"dilation": k}} if engine == "emulate" else cfg, engine, out)
+                    for engine in ("estimate", "simulate", "emulate")}
+            cases.append(case_row(name, n, {e: r.rounds for e, r in runs.items()}))
+    apps: list[dict[str, Any]] = []
+    if not skip_apps:
+        for n in clients_list:
+            sim = simulate_app(QUICKSTART_APP, n, "home-30", rounds=rounds, out_dir=out / f"app-sim-{n}")
+            emu = run_app(QUICKSTART_APP, n, "home-30", rounds=rounds, out_dir=out / f"app-emu-{n}",
+                          dilation="auto" if dilation == "auto" else float(dilation))
+            apps.append(case_row("message-API quickstart app", n, {"simulate": sim.rounds, "emulate": emu.rounds}))
+    bound = server_bound(out)
+    return {"cases": cases, "apps": apps, "server_bound": bound, "emulate_dilation": dilation,
+            "calibration": default_calibration().provenance}
 
 
-def md_table(rows: list[dict[str, Any]], cols: list[tuple[str, str, str]]) -> str:
-    head = "| " + " | ".join(c[1] for c in cols) + " |\n|" + "---|" * len(cols) + "\n"
-    body = "".join("| " + " | ".join(format(r[c[0]], c[2]) if r[c[0]] is not None else "-" for c in cols) + " |\n"
-                   for r in rows)
-    return head + body
+def case_row(name: str, n: int, rounds_by_engine: dict[str, list[Any]]) -> dict[str, Any]:
+    """Per engine: every round's time and parts, and the steady mean (rounds ≥ 2) against emulate's."""
+    row: dict[str, Any] = {"case": name, "clients": n, "engines": {}}
+    for engine, rounds in rounds_by_engine.items():
+        steady = [r for r in rounds if r.round >= 2] or rounds
+        row["engines"][engine] = {
+            "round_s": [r.round_time_s for r in rounds], "comm_s": [r.comm_time_s for r in rounds],
+            "compute_s": [r.compute_time_s for r in rounds], "framework_s": [r.framework_time_s for r in rounds],
+            "steady_round_s": statistics.mean(r.round_time_s for r in steady) if steady else None}
+    ref = row["engines"].get("emulate", {}).get("steady_round_s")
+    for engine, v in row["engines"].items():
+        v["vs_emulate"] = (v["steady_round_s"] / ref - 1) if ref and v["steady_round_s"] is not None else None
+    return row
+
+
+def server_bound(out: Path) -> dict[str, Any]:
+    """20 clients behind a 1 GbE server: the downloads share the server's uplink (estimate and simulate)."""
+    base = {**SERVER_BOUND_CONFIG}
+    rows = {}
+    for link in ("server-1g", "none"):
+        cfg = {**base, "name": f"server-bound-{link}", "server": {"link": link}}
+        for engine in ("estimate", "simulate"):
+            res = run(cfg, engine, out)
+            r = res.rounds[-1]
+            crit = max((c for c in res.clients if c.round == r.round), key=lambda c: c.t_down_s)
+            rows[f"{engine}/{link}"] = {"round_s": r.round_time_s, "t_down_s": crit.t_down_s,
+                                        "server_link_s": r.extra.get("server_link_s")}
+    return rows
+
+
+#: The deployment cases: (name, config). Compute: real for the quickstart (as a user runs it), synthetic
+#: (the device profile's time, spent as a sleep under emulate) for ResNet-18.
+DEPLOYMENT_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("quickstart (small-cnn, real training, home-30)",
+     {"seed": 0, "model": {"name": "small-cnn"}, "data": {"dataset": "digits"},
+      "clients": {"compute": "real"}, "training": {"local_epochs": 3}, "network": {"profile": "home-30"}}),
+    ("resnet18 (synthetic compute, home-30)",
+     {"seed": 0, "model": {"name": "resnet18"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"},
+      "network": {"profile": "home-30"}}),
+    ("resnet18 (synthetic compute, home-50)",
+     {"seed": 0, "model": {"name": "resnet18"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"},
+      "network": {"profile": "home-50"}}),
+]
+QUICKSTART_APP = ROOT / "tests" / "engines" / "fixtures" / "quickstart_app"
+SERVER_BOUND_CONFIG: dict[str, Any] = {
+    "seed": 0, "model": {"name": "resnet18"}, "training": {"rounds": 2},
+    "clients": {"total": 20, "per_round": 20, "compute": "synthetic", "device_profile": "dc-gpu"},
+    "network": {"profile": "home-30"}}
+
+
+#: issue 11's federation: link-dominated rounds (ResNet-18 uploads take ≈ 13 s on home-30).
+EMULATION_CONFIG: dict[str, Any] = {
+    "seed": 0, "model": {"name": "resnet18"}, "network": {"profile": "home-30"},
+    "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}}
+
+
+def emulation(out: Path, rounds: int, clients_list: list[int], dilations: list[str]) -> dict[str, Any]:
+    """emulate (undilated and dilated) against simulate on the same plan, per transfer and per round."""
+    rows = []
+    for n in clients_list:
+        cfg = {**EMULATION_CONFIG, "name": f"emulation-{n}", "training": {"rounds": rounds},
+               "clients": {**EMULATION_CONFIG["clients"], "total": n, "per_round": n}}
+        sim = run(cfg, "simulate", out)
+        for k in dilations:
+            emu = run({**cfg, "emulate": {"dilation": "auto" if k == "auto" else float(k)}}, "emulate", out)
+            rows.append(emulation_row(n, sim, emu))
+    return {"rows": rows, "config": EMULATION_CONFIG, "rounds": rounds}
+
+
+def emulation_row(n: int, sim: Any, emu: Any) -> dict[str, Any]:
+    """One client count at one dilation: every transfer of ≥ 1 s and the steady rounds, emulate vs simulate."""
+    vsim = {(c.round, c.client_id, s.stage): s for c in sim.clients for s in c.stages}
+    transfers = []
+    for c in emu.clients:
+        for s in c.stages:
+            v = vsim.get((c.round, c.client_id, s.stage))
+            if v is None:
+                continue
+            for d in ("down", "up"):
+                e_s, m_s = getattr(s, f"t_{d}_s"), getattr(v, f"t_{d}_s")
+                if max(e_s, m_s) >= 1.0:
+                    transfers.append({"round": c.round, "client": c.client_id, "stage": s.stage, "dir": d,
+                                      "simulate_s": m_s, "emulate_s": e_s, "error": e_s / m_s - 1 if m_s else None,
+                                      "host_s": s.t_host_s})
+    errs = [abs(t["error"]) for t in transfers if t["error"] is not None]
+    steady_e = [r for r in emu.rounds if r.round >= 2] or emu.rounds
+    steady_s = [r for r in sim.rounds if r.round >= 2] or sim.rounds
+    host = [r.host for r in emu.rounds if r.host is not None]
+    e_round = statistics.mean(r.round_time_s for r in steady_e)
+    s_round = statistics.mean(r.round_time_s for r in steady_s)
+    return {
+        "clients": n, "dilation": host[0].dilation if host else 1.0, "cpu_capped": bool(host and host[0].cpu_capped),
+        "transfers": transfers, "transfers_ge_1s": len(errs), "transfers_within_2pct": sum(e <= 0.02 for e in errs),
+        "transfer_median_abs_error": statistics.median(errs) if errs else None,
+        "transfer_max_abs_error": max(errs, default=None),
+        "simulate_round_s": s_round, "emulate_round_s": e_round, "round_error": e_round / s_round - 1,
+        "simulate_rounds_s": [r.round_time_s for r in sim.rounds], "emulate_rounds_s": [r.round_time_s for r in emu.rounds],
+        "emulate_comm_s": statistics.mean(r.comm_time_s for r in steady_e),
+        "emulate_framework_s": statistics.mean(r.framework_time_s for r in steady_e),
+        "simulate_framework_s": statistics.mean(r.framework_time_s for r in steady_s),
+        "host_share": statistics.mean(h.share for h in host) if host else None,
+        "host_bound_rounds": sum(h.bound for h in host),
+        "cpu_busy": statistics.mean(h.cpu_busy for h in host if h.cpu_busy is not None)
+        if any(h.cpu_busy is not None for h in host) else None,
+        "framework_parts_s": [r.extra.get("framework_parts_s", {}) for r in emu.rounds],
+    }
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--case", choices=("deployment", "emulation", "link", "scale"), default="deployment")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--clients", default=None, help="client counts, comma-separated (deployment: 1,2; emulation: 2,4,8)")
+    ap.add_argument("--dilations", default="1,auto", help="emulation: dilations to run, comma-separated (K or auto)")
+    ap.add_argument("--dilation", default="auto", help="deployment, scale: emulate's dilation (K or auto)")
+    ap.add_argument("--skip-apps", action="store_true", help="deployment: skip simulate/emulate --app")
     ap.add_argument("--scale-clients", type=int, default=16)
-    ap.add_argument("--skip-scale", action="store_true")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "agreement.json")
-    ap.add_argument("--clients", type=int, default=4, help="clients (all sampled) in the engine comparison")
-    ap.add_argument("--model", default="resnet18", help="catalog model of the engine comparison")
-    ap.add_argument("--skip-engines", action="store_true")
-    ap.add_argument("--skip-link", action="store_true")
     ap.add_argument("--link-params", type=int, default=4_000_000, help="float32 parameters of the link check's app")
+    ap.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/agreement-<case>.json")
     args = ap.parse_args()
-    cfg = {**AGREEMENT_CONFIG, "training": {"rounds": args.rounds}, "model": {"name": args.model},
-           "clients": {**AGREEMENT_CONFIG["clients"], "total": args.clients, "per_round": args.clients}}
-    plan = build_plan(config_from_dict(cfg))
-    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                              "machine": f"{platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores, "
-                                         f"Python {platform.python_version()}",
-                              "config": cfg}
+    report: dict[str, Any] = {"case": args.case, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                              "machine": machine()}
     with tempfile.TemporaryDirectory(prefix="fedbw-agreement-") as tmp:
         out = Path(tmp)
-        if not args.skip_link:
+        if args.case == "deployment":
+            report.update(deployment(out, args.rounds, [int(c) for c in (args.clients or "1,2").split(",")],
+                                     args.skip_apps, args.dilation))
+        elif args.case == "emulation":
+            report.update(emulation(out, args.rounds, [int(c) for c in (args.clients or "2,4,8").split(",")],
+                                    args.dilations.split(",")))
+        elif args.case == "link":
             report["link_transfers"] = link_fidelity(args.link_params, args.rounds)
             report["link_summary"] = summarize(report["link_transfers"])
-        if not args.skip_engines:
-            print("agreement config: " + json.dumps(cfg), flush=True)
-            est = run(cfg, "estimate", out)
-            sim = run(cfg, "simulate", out)
-            emu = run(cfg, "emulate", out)
-            report["transfers"] = per_transfer(plan, Path(emu.run_dir))
-            report["transfer_summary"] = summarize(report["transfers"])
-            report["messages"] = per_message_vs_simulate(emu, sim)
-            report["rounds"] = rounds_table(est, sim, emu)
-        if not args.skip_scale:
-            report["scale"] = scale(out, args.scale_clients)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1) + "\n")
+        else:
+            report["scale"] = scale(out, args.scale_clients, args.dilation)
+    path = args.out or ROOT / "benchmarks" / "results" / f"agreement-{args.case}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    from fedbw.report import doc_tables
 
-    if "link_transfers" in report:
-        print("\n## Link fidelity (one-array app, payload ≥ 1 s): emulate measured vs network model\n")
-        print(md_table(report["link_transfers"], TRANSFER_COLS))
-        print(json.dumps(report["link_summary"]))
-    if "transfers" in report:
-        print("\n## fedbw apps (payload ≥ 1 s): emulate measured vs network model\n")
-        print(md_table(report["transfers"], TRANSFER_COLS))
-        print(json.dumps(report["transfer_summary"]))
-        print("\n## Network part of each round (critical path): estimate / simulate / emulate\n")
-        print(md_table(report["rounds"], [("round", "round", "d"), ("estimate_comm_s", "estimate s", ".2f"),
-                                          ("simulate_comm_s", "simulate s", ".2f"),
-                                          ("emulate_comm_s", "emulate s", ".2f"),
-                                          ("error_vs_simulate", "emulate vs simulate", "+.1%"),
-                                          ("simulate_round_s", "simulate round s", ".2f"),
-                                          ("emulate_round_s", "emulate round s", ".2f"),
-                                          ("emulate_framework_s", "emulate framework s", ".2f")]))
-        for r in report["rounds"]:
-            print(f"round {r['round']} framework parts (critical client, summed over stages): "
-                  + ", ".join(f"{k} {v:.2f}" for k, v in r["framework_parts_s"].items()))
-    if "scale" in report:
-        s = report["scale"]
-        print(f"\n## Scale: {s['supernodes']} SuperNodes\n")
-        print(json.dumps(s, indent=1))
-    print(f"\nwrote {args.out}")
+    print(doc_tables.render_result(f"agreement-{args.case}.json", report))
+    print(f"\nwrote {path}; `fedbw docs` regenerates docs/fidelity.md from it")
+
 
 if __name__ == "__main__":
     main()

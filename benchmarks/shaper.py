@@ -5,7 +5,8 @@ Usage: .venv/bin/python benchmarks/shaper.py [--quick] [--loop uvloop|asyncio] [
 Three processes per configuration, so the proxy's CPU can be read from /proc on its own:
   recv   the upstream: counts payload bytes per client in 0.5 s bins at the moment it reads them
          (receiver side, never the sender's view), and timestamps latency probes on arrival;
-  proxy  `run_shaper_blocking` with one route per client (+ one probe client);
+  proxy  the shaper as emulate runs it (`python -m fedbw.shaper.service`, its link-series sampler on)
+         with one route per client (+ one probe client);
   send   per client several connections writing as fast as flow control allows, plus a probe that
          sends a 64-byte timestamped message every 20 ms through its own link (one-way latency:
          CLOCK_MONOTONIC is shared by all processes of the host), and the same probe sent directly
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fedbw.processes import Child, Supervisor  # noqa: E402
+from fedbw.shaper.service import parse_ready  # noqa: E402
 
 #: Output of the benchmark's role processes (one log each), for a look after a failed run.
 LOG_DIR = Path(tempfile.gettempdir()) / "fedbw-bench-shaper"
@@ -202,26 +204,6 @@ def role_send(args: argparse.Namespace) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# role: proxy
-# ---------------------------------------------------------------------------------------------
-def role_proxy(args: argparse.Namespace) -> None:
-    import logging
-
-    from fedbw.shaper import ClientRoute, LinkSpec, run_shaper_blocking
-
-    logging.getLogger("fedbw.shaper").setLevel(logging.ERROR)  # receivers vanish at the end on purpose
-    cfg = json.loads(args.config)
-    routes = [ClientRoute(r["id"], "127.0.0.1", 0, "127.0.0.1", cfg["upstream_port"], LinkSpec(**r["link"]))
-              for r in cfg["routes"]]
-
-    def ready(shaper: Any) -> None:
-        print("READY", json.dumps(shaper.ports), flush=True)
-
-    extra = {"quantum_s": cfg["quantum_s"]} if cfg.get("quantum_s") else {}
-    run_shaper_blocking(routes, on_ready=ready, use_uvloop=cfg["loop"] == "uvloop", check_upstream=False, **extra)
-
-
-# ---------------------------------------------------------------------------------------------
 # orchestration
 # ---------------------------------------------------------------------------------------------
 TRAFFIC_NICE = 0
@@ -236,6 +218,22 @@ def _spawn(sup: Supervisor, role_args: list[str], netns: str | None = None) -> C
         cmd = ["nice", "-n", str(TRAFFIC_NICE), *cmd]
     name = f"{role_args[1]}-{len(sup.children)}"
     return sup.start(name, cmd, {**os.environ, "PYTHONPATH": str(ROOT)}, LOG_DIR / f"{name}.log", stamp=False)
+
+
+def _spawn_shaper(sup: Supervisor, up_port: int, routes: list[dict[str, Any]], loop_kind: str,
+                  quantum_s: float | None) -> Child:
+    """The shaper as emulate runs it: ``python -m fedbw.shaper.service`` with its link-series sampler on."""
+    from fedbw.shaper import ClientRoute, LinkSpec
+    from fedbw.shaper.service import write_spec
+
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    n = len(sup.children)
+    spec = write_spec(LOG_DIR / f"proxy-{n}-spec.json",
+                      [ClientRoute(r["id"], "127.0.0.1", 0, "127.0.0.1", up_port, LinkSpec(**r["link"])) for r in routes],
+                      series=LOG_DIR / f"proxy-{n}-series.jsonl", quantum_s=quantum_s,
+                      use_uvloop=loop_kind == "uvloop")
+    return sup.start(f"proxy-{n}", [sys.executable, "-m", "fedbw.shaper.service", str(spec)],
+                     {**os.environ, "PYTHONPATH": str(ROOT)}, LOG_DIR / f"proxy-{n}.log", stamp=False)
 
 
 def _ready(child: Child) -> Any:
@@ -310,9 +308,8 @@ def run_proxy(rate: float, clients: int, duration: float, loop_kind: str,
         routes = [{"id": f"c{i:02d}", "link": link} for i in range(clients)]
         routes.append({"id": "probe", "link": {"up_mbps": rate, "down_mbps": 1000.0,
                                                 "latency_up_ms": PROBE_LATENCY_MS}})
-        proxy = _spawn(sup, ["--role", "proxy", "--config", json.dumps(
-            {"upstream_port": up_port, "routes": routes, "loop": loop_kind, "quantum_s": quantum_s})])
-        ports = _ready(proxy)
+        proxy = _spawn_shaper(sup, up_port, routes, loop_kind, quantum_s)
+        ports = parse_ready(proxy.wait_for_line("READY {", 30.0).text)
         targets = [["127.0.0.1", ports[f"c{i:02d}"]] for i in range(clients)]
         probe = {"proxy": ["127.0.0.1", ports["probe"]], "direct": ["127.0.0.1", up_port]}
         if time.perf_counter() > t0_guess - 0.3:
@@ -448,7 +445,7 @@ def machine() -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--role", choices=["recv", "send", "proxy"])
+    ap.add_argument("--role", choices=["recv", "send"])
     ap.add_argument("--quick", action="store_true", help="3 configurations, 5 s each, one kernel row (≤ 40 s)")
     ap.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop", help="proxy event loop")
     ap.add_argument("--no-kernel", action="store_true", help="skip the tc htb reference")
@@ -467,16 +464,12 @@ def main() -> int:
     ap.add_argument("--t0", type=float, default=0.0)
     ap.add_argument("--targets", default="[]")
     ap.add_argument("--probe", default="")
-    ap.add_argument("--config", default="{}")
     args = ap.parse_args()
     if args.role == "recv":
         role_recv(args)
         return 0
     if args.role == "send":
         role_send(args)
-        return 0
-    if args.role == "proxy":
-        role_proxy(args)
         return 0
 
     if args.quick:

@@ -118,7 +118,7 @@ def sweep_values(values: str | None, range_: str | None) -> list[Any]:
 
 def run_sweep(config: Path, param: str, points: list[Any], overrides: list[str] | None = None) -> list[SweepPoint]:
     """Estimate one steady-state round per value of ``param`` (a config key or up_mbps/down_mbps/rtt_ms)."""
-    from fedbw.engines.estimate import estimate_round
+    from fedbw.engines.estimate import steady_timeline
 
     base = config_to_dict(load_config(config, overrides))
     base["engine"] = "estimate"
@@ -132,7 +132,7 @@ def run_sweep(config: Path, param: str, points: list[Any], overrides: list[str] 
             cfg = config_from_dict(base, [f"{param}={format_value(value)}"], source=f"{config} ({param}={value})")
             plan = build_plan(cfg)
         r = steady_round(plan)
-        tl = estimate_round(plan, r)
+        tl = steady_timeline(plan)  # the rounds before it on the same deployment clock, as estimate runs them
         first = tl.client_rows(plan.sampled_clients(r)[0])
         rows.append(SweepPoint(value, tl.round_time_s, tl.comm_time_s, tl.comm_fraction, tl.bandwidth_bound,
                                sum(t.bytes_up for t in first), sum(t.bytes_down for t in first)))
@@ -145,103 +145,3 @@ def _with_link(client, param: str, value: float):
     if value < 0 or (param != "rtt_ms" and value == 0):
         raise ConfigError(f"{param} must be positive, got {value}")
     return replace(client, access=replace(client.access, **{param: value}))
-
-
-# --------------------------------------------------------------------------------- AllReduce tables
-
-
-@dataclass(frozen=True)
-class AllReduceRow:
-    fabric: str
-    size_bytes: float
-    ranks: int
-    algorithm: str
-    time_s: float
-    algbw_gbps: float
-    busbw_gbps: float
-
-
-def parse_sizes(text: str) -> list[int]:
-    """nccl-tests' size sweep: ``begin:end:factor`` (``8:128M:2``) or one size; K/M/G are powers of 1024."""
-    def one(t: str) -> int:
-        units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-        t = t.strip().upper().removesuffix("B")
-        scale = units.get(t[-1:], 1)
-        num = t[:-1] if t[-1:] in units else t
-        try:
-            value = float(num) * scale
-        except ValueError:
-            raise ConfigError(f"cannot read size {text!r}; write e.g. 128M or 8:1G:2") from None
-        if value <= 0:
-            raise ConfigError(f"sizes must be positive, got {text!r}")
-        return int(value)
-
-    parts = text.split(":")
-    if len(parts) == 1:
-        return [one(parts[0])]
-    if len(parts) != 3:
-        raise ConfigError(f"--sizes {text!r}: write one size or begin:end:factor, e.g. 8:128M:2")
-    begin, end = one(parts[0]), one(parts[1])
-    try:
-        factor = float(parts[2])
-    except ValueError:
-        raise ConfigError(f"--sizes {text!r}: the factor must be a number > 1") from None
-    if factor <= 1 or end < begin:
-        raise ConfigError(f"--sizes {text!r}: need begin ≤ end and a factor > 1")
-    out, size = [], float(begin)
-    while size <= end * (1 + 1e-9) and len(out) < 200:
-        out.append(int(size))
-        size *= factor
-    return out
-
-
-def parse_ranks(text: str) -> list[int]:
-    """``8``, ``2,4,8`` or ``2:1024`` (powers of two from 2 to 1024)."""
-    try:
-        if ":" in text:
-            lo, hi = (int(x) for x in text.split(":"))
-            out, r = [], lo
-            while r <= hi:
-                out.append(r)
-                r *= 2
-        else:
-            out = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise ConfigError(f"--ranks {text!r}: write 8, 2,4,8 or 2:1024") from None
-    if not out or any(r < 2 for r in out):
-        raise ConfigError(f"--ranks {text!r}: every rank count must be ≥ 2")
-    return out
-
-
-def allreduce_rows(sizes: list[int], ranks: list[int], fabric: str, algorithm: str = "best",
-                   node_fabric: str | None = None, gpus_per_node: int = 8) -> list[AllReduceRow]:
-    """The α-β model of AllReduce, one row per (ranks, size) as nccl-tests prints them.
-
-    With ``node_fabric`` the ranks are nodes × ``gpus_per_node``: NVLink inside each node,
-    ``fabric`` between nodes (hierarchical, as NCCL does); rank counts below one node stay on
-    ``node_fabric``.
-    """
-    from fedbw import catalog
-    from fedbw.netmodel import allreduce, best_allreduce, hierarchical_allreduce
-    from fedbw.netmodel.collectives import ALGORITHMS
-
-    if algorithm != "best" and algorithm not in ALGORITHMS:
-        raise ConfigError(f"--algorithm must be best or one of {', '.join(ALGORITHMS)} (got {algorithm!r})")
-    f = catalog.get_fabric(fabric)
-    nf = catalog.get_fabric(node_fabric) if node_fabric else None
-    rows = []
-    for p in ranks:
-        for n in sizes:
-            if nf is not None and p > gpus_per_node:
-                if p % gpus_per_node:
-                    raise ConfigError(f"{p} ranks is not a whole number of {gpus_per_node}-GPU nodes")
-                e = hierarchical_allreduce(n, p // gpus_per_node, gpus_per_node, nf.busbw_gbps, nf.alpha_us * 1e-6,
-                                           f.busbw_gbps, f.alpha_us * 1e-6)
-                name = f"{nf.name}+{f.name}"
-            else:
-                g = nf or f
-                e = (best_allreduce(n, p, g.busbw_gbps, g.alpha_us * 1e-6) if algorithm == "best"
-                     else allreduce(n, p, g.busbw_gbps, g.alpha_us * 1e-6, algorithm))
-                name = g.name
-            rows.append(AllReduceRow(name, n, p, e.algorithm, e.time_s, e.algbw_gbps, e.busbw_gbps))
-    return rows

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from fedbw import catalog
 from fedbw.netmodel import ClientLink
+from fedbw.netmodel.timeline import UNLIMITED, ServerLink
 
 if TYPE_CHECKING:
     from fedbw.config import ExperimentConfig, LinkOverride
@@ -100,3 +101,22 @@ def planned_links(cfg: ExperimentConfig) -> list[AccessLink]:
             link = with_override(link, o)
         links.append(link)
     return links
+
+
+def server_link(name: str) -> ServerLink:
+    """The server's shared link as the model sees it (payload rates); ``"none"``: no limit."""
+    if name == catalog.NO_SERVER_LINK:
+        return UNLIMITED
+    s = catalog.get_server_link(name)
+    return ServerLink(s.up_mbps * s.tcp_efficiency, s.down_mbps * s.tcp_efficiency)
+
+
+def server_shaper_spec(name: str) -> LinkSpec | None:
+    """The server's link as the shaper's shared link (None: no limit): every client's uploads share the
+    server's downlink (the shaper's "up"), every download its uplink ("down")."""
+    from fedbw.shaper import LinkSpec
+
+    s = server_link(name)
+    if not s.limits:
+        return None
+    return LinkSpec(up_mbps=s.down_payload_mbps, down_mbps=s.up_payload_mbps)

@@ -8,14 +8,18 @@ emulate hand the serialized plan to Flower's apps (``plan.json``); the apps read
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from fedbw import catalog
 from fedbw.config import ExperimentConfig, config_from_dict, config_to_dict
-from fedbw.links import AccessLink, planned_links
-from fedbw.netmodel import ClientLink, MessageSizes, round_exchanges
+from fedbw.links import AccessLink, planned_links, server_link
+from fedbw.netmodel.secagg_cost import STAGES as SECAGG_COST_STAGES, client_stage_s, server_stage_s
+from fedbw.netmodel import ClientLink, DeploymentClock, FlowerCosts, MessageSizes, ServerLink, round_exchanges
+from fedbw.netmodel.flower import costs_from_json
 from fedbw.privacy.accounting import plan_budget
 from fedbw.privacy.sampling import sample_round
 
@@ -32,6 +36,7 @@ class ClientPlan:
     access: AccessLink  #: the client's link as configured (line rates, RTT, jitter, TCP efficiency)
     num_samples: int
     est_compute_s: float  #: analytic training time from the device profile
+    cpu_speed: float = 1.0  #: the device's CPU relative to the calibration machine (Flower's own work)
 
     @property
     def profile(self) -> str:
@@ -54,6 +59,8 @@ class Plan:
     epsilons: list[float] | None = None  #: ε after each round that runs (None: DP off)
     stop_reason: str | None = None  #: why the budget ends the run before training.rounds
     device: str | None = None  #: torch device the apps use ("cpu", "cuda"); set by the runner
+    costs: FlowerCosts | None = None  #: Flower's deployment costs (None: framework = "none", links only)
+    server: ServerLink = ServerLink()  #: the server's shared link
 
     def sampled_clients(self, round_index: int) -> list[int]:
         """Clients trained in round ``round_index`` (1-based): a seeded draw without replacement."""
@@ -65,12 +72,46 @@ class Plan:
     def predicted_exchanges(self, round_index: int) -> list[MessageSizes]:
         cfg = self.config
         sa = cfg.privacy.secagg
-        return round_exchanges(
+        exchanges = round_exchanges(
             self.model.params, self.num_arrays, round_index,
             codec=cfg.compression.codec, topk_fraction=cfg.compression.topk_fraction,
             secagg=sa.mode if sa.enabled else "off", num_neighbours=sa.num_shares - 1,
             modulus_range=sa.modulus_range,
         )
+        crypto = self.costs.secagg if (self.costs is not None and sa.enabled) else None
+        if crypto is None:
+            return exchanges
+        # each SecAgg+ stage's client crypto (keys, shares, masks), as the calibration machine runs it
+        return [dataclasses.replace(ex, client_extra_s=ex.client_extra_s + client_stage_s(
+                    ex.stage, sa.num_shares, self.model.params, crypto, sa.reconstruction_threshold))
+                if ex.stage in SECAGG_COST_STAGES else ex for ex in exchanges]
+
+    def deployment_clock(self) -> DeploymentClock | None:
+        """A fresh clock for laying this plan's rounds out in a Flower deployment (None: links only)."""
+        if self.costs is None:
+            return None
+        return DeploymentClock(self.costs, self.config.deployment.poll_phase, self.config.seed)
+
+    def timeline_options(self) -> dict[str, Any]:
+        """What :func:`fedbw.netmodel.round_timeline` needs from the plan besides rows and a clock: the
+        shared server link, each client's CPU speed, and the per-process set-up of fedbw's real-training
+        apps (a deployment starts a ClientApp process per message; simulate's Ray actors do not)."""
+        real = self.config.clients.compute == "real"
+        opts: dict[str, Any] = {"server": self.server, "client_cpu": {c.client_id: c.cpu_speed for c in self.clients},
+                                "app_setup_s": self.costs.app_setup_s if (self.costs is not None and real) else 0.0}
+        sa = self.config.privacy.secagg
+        crypto = self.costs.secagg if (self.costs is not None and sa.enabled) else None
+        if crypto is not None:
+            params = self.model.params
+
+            def server_crypto_s(stage: str, clients: int) -> float:
+                """The server's SecAgg+ work after a stage: summing masked vectors, unmasking."""
+                if stage not in SECAGG_COST_STAGES:
+                    return 0.0
+                return server_stage_s(stage, clients, min(sa.num_shares, clients), params, crypto)
+
+            opts["server_extra_s"] = server_crypto_s
+        return opts
 
     @cached_property
     def profiles_used(self) -> list[str]:
@@ -84,8 +125,10 @@ class Plan:
             "schema_version": PLAN_SCHEMA_VERSION, "config": config_to_dict(self.config), "model": self.model.name,
             "num_arrays": self.num_arrays, "rounds": self.rounds, "epsilons": self.epsilons,
             "stop_reason": self.stop_reason, "device": self.device, "samples": self.samples,
+            "costs": None if self.costs is None else dataclasses.asdict(self.costs),
+            "server": [_finite(self.server.up_payload_mbps), _finite(self.server.down_payload_mbps)],
             "clients": [[c.client_id, c.access.profile, c.access.up_mbps, c.access.down_mbps, c.access.rtt_ms,
-                         c.access.jitter_ms, c.access.tcp_efficiency, c.num_samples, c.est_compute_s]
+                         c.access.jitter_ms, c.access.tcp_efficiency, c.num_samples, c.est_compute_s, c.cpu_speed]
                         for c in self.clients],
         }
 
@@ -97,12 +140,15 @@ class Plan:
         if data.get("schema_version") != PLAN_SCHEMA_VERSION:
             raise RunError(f"{source} holds a plan of schema {data.get('schema_version')!r}, this fedbw reads "
                            f"{PLAN_SCHEMA_VERSION}; rerun the engine with this fedbw")
-        clients = [ClientPlan(int(cid), AccessLink(profile, up, down, rtt, jitter, eff), int(n), float(compute))
-                   for cid, profile, up, down, rtt, jitter, eff, n, compute in data["clients"]]
+        clients = [ClientPlan(int(cid), AccessLink(profile, up, down, rtt, jitter, eff), int(n), float(compute),
+                              float(speed))
+                   for cid, profile, up, down, rtt, jitter, eff, n, compute, speed in data["clients"]]
+        up, down = (math.inf if v is None else float(v) for v in data["server"])
         return cls(config=config_from_dict(data["config"], source=source), model=catalog.get_model(data["model"]),
                    clients=clients, num_arrays=int(data["num_arrays"]),
                    samples=[list(map(int, s)) for s in data["samples"]], rounds=int(data["rounds"]),
-                   epsilons=data["epsilons"], stop_reason=data["stop_reason"], device=data["device"])
+                   epsilons=data["epsilons"], stop_reason=data["stop_reason"], device=data["device"],
+                   costs=None if data["costs"] is None else costs_from_json(data["costs"]), server=ServerLink(up, down))
 
 
 def build_plan(cfg: ExperimentConfig, device: str | None = None) -> Plan:
@@ -114,11 +160,21 @@ def build_plan(cfg: ExperimentConfig, device: str | None = None) -> Plan:
     steps_samples = (cfg.training.local_steps * cfg.training.batch_size if cfg.training.local_steps
                      else cfg.training.local_epochs * samples)
     compute_s = steps_samples * model.training_flops_per_sample / (dev.effective_tflops * 1e12)
-    clients = [ClientPlan(cid, link, samples, compute_s) for cid, link in enumerate(planned_links(cfg))]
+    clients = [ClientPlan(cid, link, samples, compute_s, dev.cpu_speed) for cid, link in enumerate(planned_links(cfg))]
     sampled = [sample_round(cfg, r) for r in range(1, cfg.training.rounds + 1)]
     budget = plan_budget(cfg, lambda r: sampled[r - 1])
+    costs = None
+    if cfg.framework == "flower-deployment":
+        from fedbw.calibration.file import load_costs
+
+        costs = load_costs(cfg.deployment.calibration)
     return Plan(cfg, model, clients, num_arrays=model.num_arrays, samples=sampled, rounds=budget.rounds,
-                epsilons=budget.epsilons, stop_reason=budget.stop_reason, device=device)
+                epsilons=budget.epsilons, stop_reason=budget.stop_reason, device=device, costs=costs,
+                server=server_link(cfg.server.link))
+
+
+def _finite(v: float) -> float | None:
+    return None if math.isinf(v) else v
 
 
 def samples_per_client(cfg: ExperimentConfig, model: catalog.ModelSpec) -> int:

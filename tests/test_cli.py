@@ -83,9 +83,11 @@ def test_sweep_cli(tmp_path):
 
 
 def test_compare_and_plots(tmp_path):
+    # links only: with Flower's 3 s polls a small CNN's round is the same on 30 and 80 Mbps
     for profile in ("home-30", "home-80"):
         res = runner.invoke(app, ["run", str(ROOT / "experiments/quickstart.toml"), "--engine", "estimate",
-                                  "--set", f'output_dir="{tmp_path}"', "--set", f"network.profile={profile}"])
+                                  "--set", f'output_dir="{tmp_path}"', "--set", f"network.profile={profile}",
+                                  "--set", 'framework="none"'])
         assert res.exit_code == 0, res.output
     runs = sorted(tmp_path.iterdir())
     assert all((r / "breakdown.png").stat().st_size > 1000 and (r / "rounds.png").exists() for r in runs)

@@ -7,6 +7,7 @@ rates both the analytic model and the shaper use, so the factor is applied in on
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fedbw.catalog._lookup import lookup
@@ -37,9 +38,40 @@ LINK_PROFILES: dict[str, LinkProfile] = {
         LinkProfile("mobile-4g", 10, 40, 50, 10, "LTE phone, typical upload/download"),
         LinkProfile("mobile-5g", 20, 200, 30, 5, "5G NSA phone, typical upload/download"),
         LinkProfile("cross-silo-1g", 1000, 1000, 10, 0.5, "Institution-to-server 1 Gbps symmetric (cross-silo FL)"),
+        LinkProfile("loopback", math.inf, math.inf, 0, 0, "No link limit: Flower's own costs alone (fedbw calibrate)"),
     ]
 }
 
 
 def get_link_profile(name: str) -> LinkProfile:
     return lookup(LINK_PROFILES, name, "link profile", "fedbw profiles")
+
+
+@dataclass(frozen=True)
+class ServerLinkProfile:
+    """The server's own network link: every client's download leaves through ``up``, every upload
+    arrives through ``down`` (line rates; TCP payload at ``rate × tcp_efficiency``)."""
+
+    name: str
+    up_mbps: float
+    down_mbps: float
+    description: str
+    tcp_efficiency: float = TCP_ETHERNET_EFFICIENCY
+
+
+#: ``server.link = "none"``: the server's link is not a limit (the links-only model of fedbw 0.1).
+NO_SERVER_LINK = "none"
+
+SERVER_LINKS: dict[str, ServerLinkProfile] = {
+    s.name: s
+    for s in [
+        ServerLinkProfile("server-1g", 1000, 1000, "A server on 1 GbE (an on-premise box, a small colo server)"),
+        ServerLinkProfile("cloud-vm-5g", 5000, 5000, "A cloud VM's sustained network bandwidth, 5 Gbps"),
+        ServerLinkProfile("server-10g", 10000, 10000, "A data-center server on 10 GbE (the default)"),
+        ServerLinkProfile("server-25g", 25000, 25000, "A data-center server on 25 GbE"),
+    ]
+}
+
+
+def get_server_link(name: str) -> ServerLinkProfile:
+    return lookup(SERVER_LINKS, name, "server link", "fedbw profiles")

@@ -1,11 +1,12 @@
 """The ``fedbw`` command line: parse, call one function, render. No logic lives here.
 
 Commands are grouped by what they touch: :mod:`.experiments` (configs: validate, run, sweep, study),
-:mod:`.results` (report, compare), :mod:`.analytic` (estimate, allreduce, profiles, models),
-:mod:`.deployment` (emulate, shape); :mod:`.common` holds the app, consoles and error handling.
+:mod:`.results` (report, compare), :mod:`.analytic` (estimate, profiles, models),
+:mod:`.datacenter` (allreduce, step), :mod:`.deployment` (emulate, shape); :mod:`.common` holds the app,
+consoles and error handling.
 """
 
-from fedbw.cli import analytic, deployment, experiments, results  # noqa: F401 - registers the commands
+from fedbw.cli import analytic, datacenter, deployment, experiments, results  # noqa: F401 - registers the commands
 from fedbw.cli.common import app
 
 

@@ -39,19 +39,27 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def load(config: Path, overrides: list[str], engine: str | None = None) -> ExperimentConfig:
-    """The config at ``config`` with ``--set`` overrides and, if given, ``--engine``."""
+def load(config: Path, overrides: list[str], engine: str | None = None,
+         calibration: Path | None = None) -> ExperimentConfig:
+    """The config at ``config`` with ``--set`` overrides and, if given, ``--engine`` and ``--calibration``."""
     from fedbw.config import load_config
 
-    cfg = load_config(config, overrides)
-    if engine is not None:
-        from fedbw.config import config_from_dict, config_to_dict
+    return load_config(config, [*overrides, *flag_overrides(engine, calibration)])
 
-        cfg = config_from_dict(config_to_dict(cfg), [f"engine={format_value(engine)}"], source=str(config))
-    return cfg
+
+def flag_overrides(engine: str | None = None, calibration: Path | None = None) -> list[str]:
+    """``--engine`` and ``--calibration`` as the ``--set`` items they stand for."""
+    sets = []
+    if engine is not None:
+        sets.append(f"engine={format_value(engine)}")
+    if calibration is not None:
+        sets.append(f"deployment.calibration={format_value(str(calibration))}")
+    return sets
 
 
 SetOpt = typer.Option([], "--set", "-s", help="Override a config key: --set clients.total=20 (value in TOML syntax)")
+CalibrationOpt = typer.Option(None, "--calibration", help="Flower's costs measured by `fedbw calibrate` (TOML); "
+                                                         "default: the catalog's")
 
 
 class RoundProgress:

@@ -18,14 +18,63 @@ def emulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app direct
             rounds: Optional[int] = typer.Option(None, "--rounds", help="sets the app's num-server-rounds"),
             run_config: list[str] = typer.Option([], "--run-config", "-c", help="key=value for flwr run"),
             timeout: float = typer.Option(1800.0, "--timeout", help="seconds before the run is stopped"),
-            out_dir: Optional[Path] = typer.Option(None, "--out", help="write records.jsonl and logs here")) -> None:
+            server_link: Optional[str] = typer.Option(None, "--server-link", help="the server's link (`fedbw profiles`)"),
+            out_dir: Optional[Path] = typer.Option(None, "--out", help="run directory (default: runs/<app>-emulate-…)"),
+            seed: int = typer.Option(0, "--seed", help="seeds the links' jitter"),
+            dilation: str = typer.Option("1", "--dilation", help='time dilation K (every emulated second lasts K '
+                                         'real ones) or "auto" (K from clients and cores); docs/emulate.md'),
+            cap_cpu: bool = typer.Option(True, "--cap-cpu/--no-cap-cpu",
+                                         help="under dilation, cap each device to its share of a core")) -> None:
     """Run any Flower app, unmodified, on Flower's Deployment Engine behind per-client shaped links."""
+    from fedbw.cli.common import RoundProgress
     from fedbw.engines.emulate import run_app
+    from fedbw.engines.foreign_app import read_app
     from fedbw.report.app_run import render_app_run
 
-    result = run_app(app_dir, clients, profile, rounds=rounds, run_config=run_config, timeout_s=timeout,
-                     out_dir=out_dir)
+    total = rounds or int(read_app(app_dir.resolve()).get("config", {}).get("num-server-rounds", 1))
+    with RoundProgress(total, clients, quiet=False) as progress:
+        result = run_app(app_dir, clients, profile, rounds=rounds, run_config=run_config, timeout_s=timeout,
+                         out_dir=out_dir, seed=seed, server_link=server_link, dilation=dilation_option(dilation),
+                         cap_cpu=cap_cpu, progress=progress)
     render_app_run(out, result)
+
+
+def dilation_option(text: str) -> float | str:
+    """``--dilation``: "auto" or a number (range checked with the config's ``emulate.dilation``)."""
+    from fedbw.errors import ConfigError
+
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f'--dilation must be a number (e.g. 4) or "auto", got {text!r}') from None
+
+
+@app.command()
+@friendly
+def simulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app directory (pyproject with [tool.flwr.app])"),
+             clients: int = typer.Option(2, "--clients", "-n", help="virtual SuperNodes, one link each"),
+             profile: str = typer.Option("home-30", "--profile", "-p", help="link profile (`fedbw profiles`)"),
+             rounds: Optional[int] = typer.Option(None, "--rounds", help="sets the app's num-server-rounds"),
+             run_config: list[str] = typer.Option([], "--run-config", "-c", help="key=value for the app's config"),
+             server_link: Optional[str] = typer.Option(None, "--server-link", help="the server's link (`fedbw profiles`)"),
+             calibration: Optional[Path] = typer.Option(None, "--calibration", help="`fedbw calibrate` output"),
+             out_dir: Optional[Path] = typer.Option(None, "--out", help="run directory (default: runs/<app>-simulate-…)"),
+             seed: int = typer.Option(0, "--seed")) -> None:
+    """Run any Flower app, unmodified, in Flower's Simulation Engine on a virtual clock: its messages on
+    each client's link, the server's link and Flower's deployment costs."""
+    from fedbw.cli.common import RoundProgress
+    from fedbw.engines.foreign_app import read_app
+    from fedbw.engines.simulate.foreign import simulate_app
+    from fedbw.report.app_run import render_app_simulation
+
+    total = rounds or int(read_app(app_dir.resolve()).get("config", {}).get("num-server-rounds", 1))
+    with RoundProgress(total, clients, quiet=False) as progress:
+        result = simulate_app(app_dir, clients, profile, rounds=rounds, run_config=run_config, out_dir=out_dir,
+                              seed=seed, server_link=server_link,
+                              calibration=str(calibration) if calibration else None, progress=progress)
+    render_app_simulation(out, result)
 
 
 @app.command()
@@ -42,7 +91,10 @@ def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
           map_file: Optional[Path] = typer.Option(None, "--map", help="TOML client map (docs/shaper.md)"),
           ledger: Optional[Path] = typer.Option(None, "--ledger", help="append JSONL ledger records here"),
           allow_non_loopback: bool = typer.Option(False, "--allow-non-loopback",
-                                                  help="listen on a non-loopback address")) -> None:
+                                                  help="listen on a non-loopback address"),
+          server_link: Optional[str] = typer.Option(None, "--server-link",
+                                                    help="the upstream's own link, shared by every client "
+                                                         "(`fedbw profiles`: server links)")) -> None:
     """Shape real TCP links in front of any service: one port per client, rate/latency/jitter each way."""
     from fedbw.links import profile_link
     from fedbw.shaper import run_shaper_blocking
@@ -57,6 +109,44 @@ def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
             out.print(line, highlight=False)
         out.print("shaping — Ctrl-C to stop", style="dim")
 
-    snap = run_shaper_blocking(routes, ledger_path=ledger, allow_non_loopback=allow_non_loopback, on_ready=ready)
+    from fedbw.links import server_shaper_spec
+
+    shared = server_shaper_spec(server_link) if server_link else None
+    snap = run_shaper_blocking(routes, ledger_path=ledger, allow_non_loopback=allow_non_loopback, on_ready=ready,
+                               shared_link=shared)
     for line in describe_totals(snap):
         out.print(line, highlight=False)
+
+
+@app.command()
+@friendly
+def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--out", "-o",
+                                            help="where to write the calibration file (TOML)"),
+              rounds: int = typer.Option(4, "--rounds", min=2, help="rounds per measured run (more: tighter)"),
+              dilation: str = typer.Option("auto", "--dilation",
+                                           help='"auto": dilated by 2, the device capped to one core, where '
+                                                'cgroups allow; or K (1 = undilated)')) -> None:
+    """Measure Flower's own costs on this machine (real Flower processes, one client at a time, unshaped
+    loopback) and write them as a calibration file for `--calibration` (about 4–8 minutes on 2 cores)."""
+    import shlex
+    import sys
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from fedbw.calibration.file import write_calibration
+    from fedbw.calibration.measure import calibrate as measure
+    from fedbw.cli.common import err
+    from fedbw.report.calibration import render_calibration
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
+                  transient=True) as bar:
+        task = bar.add_task("calibrating", total=1)
+
+        def step(what: str, i: int, n: int) -> None:
+            bar.update(task, description=what, completed=i, total=n)
+
+        cal = measure(rounds=rounds, step=step, command=shlex.join(["fedbw", *sys.argv[1:]]),
+                      dilation=dilation_option(dilation))
+    path = write_calibration(out_file, cal)
+    render_calibration(out, cal)
+    out.print(f"calibration: {path} (use it with --calibration {path})")

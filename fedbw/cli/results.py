@@ -33,3 +33,23 @@ def compare(run_dirs: list[Path] = typer.Argument(..., help="two or more run dir
         out.print_json(json.dumps([asdict(s) for s in summaries]))
         return
     render_comparison(out, summaries)
+
+
+@app.command()
+@friendly
+def docs(check: bool = typer.Option(False, "--check", help="only say which docs differ from their data (exit 1)"),
+         root: Path = typer.Option(Path("."), "--root", help="the repository (with docs/ and benchmarks/results/)")) -> None:
+    """Regenerate every table in docs/ from the data in the repo (benchmark JSON, the catalog)."""
+    from fedbw.errors import ConfigError, RunError
+    from fedbw.report.docs import regenerate
+
+    if not (root / "docs").is_dir():
+        raise ConfigError(f"{root.resolve()} has no docs/ folder; run from the repository or pass --root")
+    stale = regenerate(root, check=check)
+    if check and stale:
+        raise RunError("docs out of date with their data: " + ", ".join(str(p) for p in stale)
+                       + "; run `fedbw docs` and commit")
+    for p in stale:
+        out.print(f"regenerated {p}")
+    if not stale:
+        out.print("docs match their data")

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from fedbw.config.deployment import DeploymentConfig, Framework, ServerConfig
 from fedbw.config.privacy import PrivacyConfig, check_privacy
 from fedbw.config.sections import (
     ClientsConfig,
@@ -30,8 +31,9 @@ class ExperimentConfig(Section):
     name: str = "experiment"
     engine: Engine = "simulate"
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="seeds link assignment, client sampling, data partitioning, model init")
     output_dir: str = "runs"
+    framework: Framework = "flower-deployment"
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     clients: ClientsConfig = Field(default_factory=ClientsConfig)
@@ -42,6 +44,8 @@ class ExperimentConfig(Section):
     datacenter: DataCenterConfig = Field(default_factory=DataCenterConfig)
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
     emulate: EmulateConfig = Field(default_factory=EmulateConfig)
+    deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ExperimentConfig":

@@ -95,6 +95,15 @@ def check_catalog_names(cfg: ExperimentConfig, source: str) -> None:
                for i, o in enumerate(cfg.network.overrides) if o.profile]
     checks += [(f"datacenter.fabrics[{i}]", (lambda f=f: catalog.get_fabric(f)))
                for i, f in enumerate(cfg.datacenter.fabrics)]
+    if cfg.server.link != catalog.NO_SERVER_LINK:
+        checks.append(("server.link", lambda: catalog.get_server_link(cfg.server.link)))
+    if cfg.deployment.calibration is not None:
+        from fedbw.calibration.file import read_calibration
+
+        try:
+            read_calibration(cfg.deployment.calibration)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: deployment.calibration: {exc}") from None
     for key, check in checks:
         try:
             check()

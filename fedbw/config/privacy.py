@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from fedbw.config.sections import ClientsConfig, CompressionConfig, Section
+from fedbw.privacy.secagg_bounds import wrap_problem
 
 DPMode = Literal["central-server-fixed", "central-server-adaptive", "central-client-fixed",
                  "central-client-adaptive", "local"]
@@ -21,10 +22,11 @@ class SecAggConfig(Section):
     mode: Literal["stock", "packed"] = "stock"
     num_shares: int = Field(3, ge=3, description="neighbours each client shares keys with, itself included")
     reconstruction_threshold: int = Field(2, ge=2)
-    max_weight: float = Field(1000.0, gt=0)
+    max_weight: float = Field(1000.0, ge=1, description="client weights (num_examples) are clipped to this")
     clipping_range: float = Field(8.0, gt=0)
-    quantization_range: int = Field(2**22, gt=0)
-    modulus_range: int = Field(2**32, gt=0)
+    quantization_range: int = Field(2**22, gt=0, description="values quantize to [0, T]; n·T must stay below "
+                                                             "modulus_range")
+    modulus_range: int = Field(2**32, gt=0, description="a power of two, at most 2**32 (Flower's limit)")
     timeout_s: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
@@ -58,6 +60,9 @@ class DPConfig(Section):
 class PrivacyConfig(Section):
     secagg: SecAggConfig = Field(default_factory=SecAggConfig)
     dp: DPConfig = Field(default_factory=DPConfig)
+    randomness: Literal["seed", "os"] = Field(
+        "seed", description="seed: sampling, DP noise and SecAgg+ rounding derived from the seed (reproducible, "
+                            "not secret: a simulation); os: drawn from OS entropy (a deployment; not reproducible)")
 
 
 def check_privacy(privacy: PrivacyConfig, c: ClientsConfig, compression: CompressionConfig) -> None:
@@ -74,11 +79,13 @@ def check_privacy(privacy: PrivacyConfig, c: ClientsConfig, compression: Compres
             raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) must be odd when below clients.per_round "
                              f"({c.per_round}): Flower's SecAgg+ builds a symmetric ring of neighbours and fails "
                              f"on an even count; use {sa.num_shares - 1} or {sa.num_shares + 1}")
-        if c.per_round * sa.quantization_range >= sa.modulus_range:
-            raise ValueError(f"SecAgg+ would overflow: the sum of clients.per_round ({c.per_round}) quantized "
-                             f"values, each up to privacy.secagg.quantization_range ({sa.quantization_range}), "
-                             f"must stay below privacy.secagg.modulus_range ({sa.modulus_range}); lower "
-                             f"quantization_range or clients.per_round, or raise modulus_range")
+        if c.sampling == "poisson":
+            raise ValueError("SecAgg+ needs a cohort of at least num_shares clients in every round, and a "
+                             "Poisson cohort can have any size (0 included); set clients.sampling = \"fixed\" "
+                             "with SecAgg+, or disable privacy.secagg")
+        problem = wrap_problem(c.per_round, sa.quantization_range, sa.modulus_range, "clients.per_round")
+        if problem:
+            raise ValueError(problem)
     dp = privacy.dp
     if dp.enabled and sa.enabled and dp.mode in ("central-server-fixed", "central-server-adaptive"):
         raise ValueError("server-side DP clips individual updates, which SecAgg+ hides from the server; "

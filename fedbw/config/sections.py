@@ -32,8 +32,9 @@ class ClientsConfig(Section):
     total: int = Field(10, ge=1)
     per_round: int = Field(5, ge=1)
     sampling: Literal["fixed", "poisson"] = Field(
-        "fixed", description="fixed: per_round clients drawn without replacement; poisson: each client "
-                             "independently with probability per_round / total")
+        "fixed", description="fixed: per_round clients drawn without replacement (ε under replace-one); "
+                             "poisson: each client independently with probability per_round / total (ε under "
+                             "add/remove; rounds may be empty; not with SecAgg+). docs/privacy.md")
     compute: Literal["real", "synthetic"] = "real"
     device_profile: str = "laptop-cpu"
 
@@ -127,5 +128,18 @@ class FaultsConfig(Section):
 
 
 class EmulateConfig(Section):
-    timeout_s: float = Field(1800.0, gt=0, description="stop the Flower run if it has not finished by then")
+    timeout_s: float = Field(1800.0, gt=0, description="stop the Flower run if it has not finished by then "
+                                                       "(emulated seconds)")
     keep_logs: bool = Field(True, description="copy SuperLink/SuperNode/shaper logs into the run directory")
+    dilation: float | Literal["auto"] = Field(
+        1.0, description='time dilation K >= 1: every emulated second lasts K real ones, so the host\'s CPU '
+                         'work costs 1/K of its share (docs/emulate.md); "auto": K from clients and cores')
+    cap_cpu: bool = Field(True, description="under dilation, cap each device's processes to cpu_speed/K of a "
+                                            "core (cgroups; root or a delegated cgroup)")
+
+    @model_validator(mode="after")
+    def _dilation(self) -> EmulateConfig:
+        k = self.dilation
+        if k != "auto" and not (isinstance(k, (int, float)) and 1.0 <= float(k) <= 60.0):
+            raise ValueError(f'emulate.dilation must be a number from 1 to 60 or "auto", got {k!r}')
+        return self

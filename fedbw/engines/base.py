@@ -30,16 +30,22 @@ def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int
     by_client: dict[int, list[StageRecord]] = {}
     for t in timeline.timings:
         by_client.setdefault(t.client_id, []).append(
-            StageRecord(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s))
+            StageRecord(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s, t.t_framework_s))
     clients = [ClientRoundRecord(run_id, engine, round_index, cid, plan.clients[cid].profile, stages)
                for cid, stages in by_client.items()]
+    extra = dict(round_fields.pop("extra", None) or {})  # type: ignore[arg-type]
+    extra["framework"] = plan.config.framework
+    if plan.costs is not None:
+        extra["framework_parts_s"] = timeline.framework_parts_s
+    if plan.server.limits:
+        extra["server_link_s"] = timeline.server_link_s
     rnd = RoundRecord(
         run_id=run_id, engine=engine, round=round_index, num_clients=len(clients),
         round_time_s=timeline.round_time_s, comm_time_s=timeline.comm_time_s,
-        compute_time_s=timeline.compute_time_s, framework_time_s=0.0,
+        compute_time_s=timeline.compute_time_s, framework_time_s=timeline.framework_time_s,
         stage_times_s={s: timeline.stage_time_s(s) for s in timeline.stages},
         bytes_down_total=sum(c.bytes_down for c in clients), bytes_up_total=sum(c.bytes_up for c in clients),
-        **round_fields,  # type: ignore[arg-type]
+        extra=extra, **round_fields,  # type: ignore[arg-type]
     )
     return clients, rnd
 

@@ -7,24 +7,42 @@ data-center fabrics — because those need no run at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from fedbw import catalog
 from fedbw.engines.base import NoProgress, Progress, RunResult, records_from_timeline
+from fedbw.errors import ConfigError
 from fedbw.links import profile_link
-from fedbw.netmodel import best_allreduce, round_timeline
+from fedbw.netmodel import ClientLink, DeploymentClock, best_allreduce, round_timeline
 from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan
+from fedbw.privacy.rounds import planned_privacy_round
 from fedbw.results.records import RecordWriter
 
 
 def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = None,
-                   link_of=None) -> RoundTimeline:
-    """The timeline of one round; ``link_of(cid)`` may replace each client's link (profile sweeps)."""
+                   link_of: Callable[[int], ClientLink] | None = None,
+                   clock: DeploymentClock | None = None) -> RoundTimeline:
+    """The timeline of one round; ``link_of(cid)`` may replace each client's link (profile sweeps).
+
+    With ``clock`` (a plan's :meth:`~fedbw.plan.Plan.deployment_clock`, carried from round to round)
+    the round includes Flower's deployment costs; the shared server link always applies.
+    """
     ids = plan.sampled_clients(round_index) if client_ids is None else client_ids
     rows = [(cid, (link_of(cid) if link_of else plan.clients[cid].link), plan.clients[cid].est_compute_s)
             for cid in ids]
     exchanges = plan.predicted_exchanges(round_index)
-    return round_timeline(rows, lambda cid: exchanges)
+    return round_timeline(rows, lambda cid: exchanges, deployment=clock, **plan.timeline_options())
+
+
+def steady_timeline(plan: Plan, client_ids: list[int] | None = None,
+                    link_of: Callable[[int], ClientLink] | None = None) -> RoundTimeline:
+    """The steady round's timeline (:func:`steady_round`), the rounds before it laid on the same clock."""
+    clock = plan.deployment_clock()
+    r = steady_round(plan)
+    for earlier in range(1, r):
+        estimate_round(plan, earlier, client_ids, link_of, clock)
+    return estimate_round(plan, r, client_ids, link_of, clock)
 
 
 def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
@@ -32,9 +50,11 @@ def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
     result = RunResult(run_dir=writer.path.parent if writer else None, plan=plan)
     # ε per round and the privacy budget's stop come with the plan, as the server reads them
     result.stopped_early = plan.stop_reason
+    clock = plan.deployment_clock()
     for r in range(1, plan.rounds + 1):
-        timeline = estimate_round(plan, r)
-        clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline, epsilon=plan.epsilon_after(r))
+        timeline = estimate_round(plan, r, clock=clock)
+        clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline, epsilon=plan.epsilon_after(r),
+                                             privacy=planned_privacy_round(plan, r))
         result.clients += clients
         result.rounds.append(rnd)
         if writer:
@@ -55,6 +75,7 @@ class ProfileEstimate:
     t_down_s: float
     t_compute_s: float
     t_up_s: float
+    t_framework_s: float  #: the round's Flower and server time (polls, process start, aggregation)
     round_time_s: float
     comm_fraction: float
     bandwidth_bound: bool
@@ -73,24 +94,29 @@ class FabricEstimate:
 
 
 def steady_round(plan: Plan) -> int:
-    """Round 2 when there is one: stock SecAgg+ only shows its float64 downloads from then on."""
-    return min(2, plan.rounds)
+    """Round 2 when there is one (stock SecAgg+ only shows its float64 downloads from then on), else the
+    next round that samples anyone (a Poisson round can be empty); ConfigError if none does."""
+    first = min(2, plan.rounds)
+    for r in [*range(first, plan.rounds + 1), *range(1, first)]:
+        if plan.sampled_clients(r):
+            return r
+    raise ConfigError(f"no client is sampled in any of the {plan.rounds} round(s); raise clients.per_round "
+                      f"or the number of rounds")
 
 
 def estimate_profiles(plan: Plan, profiles: list[str]) -> list[ProfileEstimate]:
     out = []
-    r = steady_round(plan)
-    ids = plan.sampled_clients(r)
+    ids = plan.sampled_clients(steady_round(plan))
     for name in profiles:
         access = profile_link(name)
         link = access.model()
-        tl = estimate_round(plan, r, ids, link_of=lambda cid: link)
+        tl = steady_timeline(plan, ids, link_of=lambda cid: link)
         first = tl.client_rows(ids[0])
         out.append(ProfileEstimate(
             profile=name, up_mbps=access.up_mbps, down_mbps=access.down_mbps,
             bytes_up_per_client=sum(t.bytes_up for t in first), bytes_down_per_client=sum(t.bytes_down for t in first),
             t_down_s=sum(t.t_down_s for t in first), t_compute_s=sum(t.t_compute_s for t in first),
-            t_up_s=sum(t.t_up_s for t in first), round_time_s=tl.round_time_s,
+            t_up_s=sum(t.t_up_s for t in first), t_framework_s=tl.framework_time_s, round_time_s=tl.round_time_s,
             comm_fraction=tl.comm_fraction, bandwidth_bound=tl.bandwidth_bound))
     return out
 

@@ -10,7 +10,7 @@ ledger, and studies re-time them on other links.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ class RoundEvents:
     accuracy: float | None = None
     wall_time_s: float | None = None
     epsilon: float | None = None
+    privacy: dict[str, Any] | None = None  #: the server's accounting context (round_end's ``privacy``)
     finished: bool = False
 
     def clients_done(self) -> int:
@@ -98,7 +99,7 @@ class RoundAssembler:
         elif kind == "round_end":
             rnd = self.current.pop(ev["round"], RoundEvents(ev["round"]))
             rnd.loss, rnd.accuracy, rnd.wall_time_s = ev.get("loss"), ev.get("accuracy"), ev.get("wall_time_s")
-            rnd.epsilon = ev.get("epsilon")
+            rnd.epsilon, rnd.privacy = ev.get("epsilon"), ev.get("privacy")
             rnd.finished = True
             return rnd
         elif kind == "error":
@@ -117,9 +118,17 @@ def measured_exchanges(rnd: RoundEvents) -> dict[int, list[MessageSizes]]:
             order.append(m["stage"])
     by_client: dict[int, dict[str, MessageSizes]] = {}
     for m in rnd.messages:
-        by_client.setdefault(m["client_id"], {})[m["stage"]] = MessageSizes(
-            m["stage"], float(m.get("bytes_down") or 0), float(m.get("bytes_up") or 0),
-            computes=m["stage"] in COMPUTE_STAGES)
+        compute = m.get("compute_s")
+        app_s = m.get("t_app_s")
+        sizes = MessageSizes(m["stage"], float(m.get("bytes_down") or 0), float(m.get("bytes_up") or 0),
+                             computes=compute is not None or m["stage"] in COMPUTE_STAGES,
+                             compute_s=None if compute is None else float(compute),
+                             # the app's measured work besides training (SecAgg+ crypto, codecs, …)
+                             client_extra_s=max(0.0, float(app_s) - float(compute or 0.0)) if app_s is not None
+                             else 0.0)
+        if m.get("objects_down") is not None:  # event logs of fedbw 0.1 carry no object counts
+            sizes = replace(sizes, objects_down=int(m["objects_down"]), objects_up=int(m.get("objects_up") or 0))
+        by_client.setdefault(m["client_id"], {})[m["stage"]] = sizes
     return {cid: [st[s] for s in order if s in st] for cid, st in by_client.items()}
 
 

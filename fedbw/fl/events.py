@@ -20,6 +20,11 @@ EVENTS_SCHEMA_VERSION = 1
 #: Event names (the ``event`` field).
 START, NODES, ROUND_START, MESSAGE, EVAL, ROUND_END, END, ERROR = (
     "start", "nodes", "round_start", "message", "eval", "round_end", "end", "error")
+#: ``round_end`` field (DP or SecAgg+ runs only): what the server saw of the round's privacy — sampling,
+#: adjacency, δ, the cohort it aggregated, the noise multiplier accounted, SecAgg+'s clipped and wrapped
+#: counts — as a dict of :class:`fedbw.results.privacy_record.PrivacyRound` (``epsilon`` beside it is the
+#: ε the server accounted for the rounds as they ran).
+ROUND_END_PRIVACY = "privacy"
 
 
 def _clean(v: Any) -> Any:

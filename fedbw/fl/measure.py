@@ -3,8 +3,11 @@
 Server side: :class:`MeasuringGrid` wraps the Grid the ServerApp gets (the legacy path has no server
 mods) and sizes each message it pushes (download) and pulls (upload) per client, with timestamps.
 Client side: :func:`measure_mod`, an ordinary Flower client mod, times the message inside the
-ClientApp and reports the training time the client measured, in a small MetricRecord attached to
-the reply (its bytes are real and counted in the uplink).
+ClientApp and reports the training time the client measured, in a small ConfigRecord attached to
+the reply (its bytes travel and are counted in the uplink). The server's grid takes the record off
+again before the app sees the reply: strategies accept exactly the records they expect (the
+message-API FedAvg rejects a reply with a second MetricRecord), and an app fedbw did not write must
+not see fedbw's.
 
 Size = Flower's object tree as it goes over the wire: the sum of ``len(obj.deflate())`` over
 ``get_all_nested_objects(msg)``, computed inside ``no_object_id_recompute()`` (without it, large
@@ -17,7 +20,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable
 
-from flwr.app import Context, Message, MetricRecord
+import threading
+
+from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, no_object_id_recompute
 
@@ -30,22 +35,31 @@ COMPUTE_STATE_RECORD = "fedbw.compute"
 SECAGG_CONFIGS = "secaggplus_configs"
 SECAGG_STAGE_KEY = "stage"
 TRAIN = "train"
+#: Message type of the warm-up a measured foreign app's server sends first; measure_mod answers it.
+WARMUP_TYPE = "query.fedbw_warmup"
 
 
 def message_bytes(msg: Message) -> int:
     """Serialized bytes of ``msg``: Flower's object tree, every object once."""
+    return message_size(msg)[0]
+
+
+def message_size(msg: Message) -> tuple[int, int]:
+    """(bytes, objects) of ``msg``'s object tree as Flower sends it: every object once, one request each."""
     with no_object_id_recompute():
-        return sum(len(obj.deflate()) for obj in get_all_nested_objects(msg).values())
+        objects = get_all_nested_objects(msg).values()
+        return sum(len(obj.deflate()) for obj in objects), len(objects)
 
 
-def exchange_stage(msg: Message) -> str:
-    """The round stage a message belongs to: SecAgg+ stage names, "fit" for plain training, else its type."""
+def exchange_stage(msg: Message, train_name: str = "fit") -> str:
+    """The round stage a message belongs to: SecAgg+ stage names, ``train_name`` for plain training
+    ("fit" in fedbw's legacy-path apps, "train" for apps on the message API), else its type."""
     if msg.has_content():
         cfg = msg.content.config_records.get(SECAGG_CONFIGS)
         if cfg is not None and SECAGG_STAGE_KEY in cfg:
             return str(cfg[SECAGG_STAGE_KEY])
     mtype = msg.metadata.message_type
-    return "fit" if mtype == TRAIN else mtype
+    return train_name if mtype == TRAIN else mtype
 
 
 # ------------------------------------------------------------------------------------------ client
@@ -57,20 +71,31 @@ def report_compute(context: Context, compute_s: float, train_loss: float, num_ex
         {"compute_s": float(compute_s), "train_loss": float(train_loss), "num_examples": int(num_examples)})
 
 
+def partition_of(context: Context) -> int:
+    try:
+        return int(context.node_config["partition-id"])
+    except (KeyError, TypeError, ValueError):
+        return -1
+
+
 def measure_mod(msg: Message, context: Context, call_next: Callable[[Message, Context], Message]) -> Message:
-    """Outermost client mod: timestamps and the client's compute time, attached to training replies."""
-    if msg.metadata.message_type != TRAIN:
-        return call_next(msg, context)
+    """Outermost client mod: timestamps and the client's compute time, attached to every reply.
+
+    It answers the warm-up itself (the app never sees it) with the node's partition id.
+    """
     t_recv = time.perf_counter()
+    if msg.metadata.message_type == WARMUP_TYPE:
+        rec = ConfigRecord({"partition_id": partition_of(context), "t_recv": t_recv})
+        return Message(RecordDict({MEASURE_RECORD: rec}), reply_to=msg)
     context.state.metric_records.pop(COMPUTE_STATE_RECORD, None)
     reply = call_next(msg, context)
     t_reply = time.perf_counter()
     measured = context.state.metric_records.pop(COMPUTE_STATE_RECORD, None)
-    if reply.has_content():
+    if reply.has_content() and msg.metadata.message_type.split(".")[0] in (TRAIN, "evaluate"):
         m: dict[str, Any] = {"t_recv": t_recv, "t_reply": t_reply, "t_app_s": t_reply - t_recv}
         if measured is not None:
             m.update(dict(measured))
-        reply.content.metric_records[MEASURE_RECORD] = MetricRecord(m)
+        reply.content.config_records[MEASURE_RECORD] = ConfigRecord(m)
     return reply
 
 
@@ -81,25 +106,32 @@ class MeasuringGrid(Grid):
     """A Grid that sizes and timestamps every message through it and logs one event per reply.
 
     ``client_of`` maps Flower node ids to fedbw client ids; ``round_of()`` says which round the
-    workflow is in (0 = outside training rounds, e.g. the hello query; those are not logged).
-    ``on_reply(round, client_id, stage)`` lets the app count progress. ``send_and_receive`` keeps
-    Flower's contract and polling interval but pulls through this wrapper, so each reply is sized and
-    logged as it arrives.
+    workflow is in (0 = outside training rounds, e.g. the hello query; those are not logged), asked
+    after ``on_push(messages)`` has seen each batch. ``on_reply(round, client_id, stage)`` lets the app
+    count progress. ``send_and_receive`` keeps Flower's contract and polling interval but pulls through
+    this wrapper, so each reply is sized and logged as it arrives. For an app fedbw did not write
+    (``foreign``) the app's whole time on a message is its compute: nothing tells training apart. Safe
+    from several threads (the legacy server sends one message per client from a thread pool).
     """
 
     def __init__(self, inner: Grid, log: EventLog, client_of: dict[int, int], round_of: Callable[[], int],
                  on_reply: Callable[[int, int, str], None] | None = None, measure: bool = True,
-                 pull_interval_s: float | None = None) -> None:
+                 pull_interval_s: float | None = None, on_push: Callable[[list[Message]], None] | None = None,
+                 stage_train_name: str = "fit", foreign: bool = False) -> None:
         self._inner = inner
         self._log = log
         self._client_of = client_of
         self._round_of = round_of
         self._on_reply = on_reply
+        self._on_push = on_push
         self._measure = measure
+        self._train_name = stage_train_name
+        self._foreign = foreign
         # Poll as the wrapped grid would: InMemoryGrid every 0.1 s, the deployment grid every 3 s.
         self._pull_interval_s = pull_interval_s if pull_interval_s is not None else float(
             getattr(inner, "pull_interval", 3.0))
         self._sent: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
 
     # Delegation of the abstract interface.
     def set_run(self, run: Any) -> None:
@@ -120,36 +152,55 @@ class MeasuringGrid(Grid):
 
     def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
         messages = list(messages)
+        if self._on_push is not None:
+            self._on_push(messages)
         r = self._round_of()
         # Sized before pushing: once pushed, the runtime may serialize the object tree concurrently.
         # (Message ids are not part of the serialized tree, so sizing before the grid stamps them is exact.)
-        info = [{"round": r, "node_id": m.metadata.dst_node_id, "stage": exchange_stage(m),
-                 "bytes_down": message_bytes(m) if (self._measure and r > 0) else 0} for m in messages]
+        info = []
+        for m in messages:
+            nbytes, objects = message_size(m) if (self._measure and r > 0) else (0, 0)
+            info.append({"round": r, "node_id": m.metadata.dst_node_id, "stage": exchange_stage(m, self._train_name),
+                         "bytes_down": nbytes, "objects_down": objects})
         t_sent = time.perf_counter()
         ids = list(self._inner.push_messages(messages))
-        for mid, i in zip(ids, info):
-            i["t_sent"] = t_sent
-            self._sent[mid] = i
+        with self._lock:
+            for mid, i in zip(ids, info):
+                i["t_sent"] = t_sent
+                self._sent[mid] = i
         return ids
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
         replies = list(self._inner.pull_messages(message_ids))
         t_pulled = time.perf_counter()
         for reply in replies:
-            sent = self._sent.pop(reply.metadata.reply_to_message_id, None)
+            with self._lock:
+                sent = self._sent.pop(reply.metadata.reply_to_message_id, None)
+            rec = None
+            if not reply.has_error() and MEASURE_RECORD in reply.content.config_records:
+                # sized with it (it travelled), then taken off before the app sees the reply
+                size = message_size(reply) if (self._measure and sent is not None) else (0, 0)
+                rec = dict(reply.content.config_records[MEASURE_RECORD])
+                del reply.content[MEASURE_RECORD]
+            else:
+                size = None
             if sent is None or sent["round"] <= 0:
                 continue
             cid = self._client_of.get(sent["node_id"], -1)
             event: dict[str, Any] = {"round": sent["round"], "client_id": cid, "stage": sent["stage"],
                                      "node_id": sent["node_id"], "bytes_down": sent["bytes_down"],
-                                     "t_sent": sent["t_sent"], "t_replied": t_pulled}
+                                     "objects_down": sent["objects_down"], "t_sent": sent["t_sent"],
+                                     "t_replied": t_pulled}
             if reply.has_error():
-                event.update(bytes_up=0, error=f"{reply.error.code}: {reply.error.reason}")
+                event.update(bytes_up=0, objects_up=0, error=f"{reply.error.code}: {reply.error.reason}")
             else:
-                event["bytes_up"] = message_bytes(reply) if self._measure else 0
-                rec = reply.content.metric_records.get(MEASURE_RECORD)
+                if size is None:
+                    size = message_size(reply) if self._measure else (0, 0)
+                event["bytes_up"], event["objects_up"] = size
                 if rec is not None:
-                    event.update({k: v for k, v in dict(rec).items()})
+                    event.update(rec)
+                    if self._foreign and "compute_s" not in rec and "t_app_s" in rec:
+                        event["compute_s"] = rec["t_app_s"]
             self._log.emit(MESSAGE, **event)
             if self._on_reply is not None:
                 self._on_reply(sent["round"], cid, sent["stage"])
@@ -167,6 +218,7 @@ class MeasuringGrid(Grid):
             if not ids:
                 break
             time.sleep(self._pull_interval_s)
-        for mid in ids:  # timed out: forget them
-            self._sent.pop(mid, None)
+        with self._lock:
+            for mid in ids:  # timed out: forget them
+                self._sent.pop(mid, None)
         return out

@@ -11,20 +11,25 @@ from __future__ import annotations
 import os
 import time
 import traceback
+from collections.abc import Callable
 
 import numpy as np
 from flwr.app import Context, Message
 from flwr.common import GetPropertiesIns, ndarrays_to_parameters
 from flwr.compat.common.recorddict_compat import getpropertiesins_to_recorddict, recorddict_to_getpropertiesres
 from flwr.server import LegacyContext, ServerConfig
+from flwr.server.strategy import Strategy
 from flwr.server.workflow import DefaultWorkflow
+from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
+from flwr.server.workflow.constant import Key as WorkflowKey
+from flwr.server.workflow.default_workflows import default_fit_workflow
 from flwr.serverapp import Grid, ServerApp
 
 from fedbw.errors import RunError
 from fedbw.fl.events import END, ERROR, EVENTS_SCHEMA_VERSION, NODES, START, EventLog
 from fedbw.fl.measure import MeasuringGrid
 from fedbw.fl.settings import AppSettings, settings_for
-from fedbw.fl.strategy import NODE_WAIT_S, PlanFedAvg, RoundState, centralized_evaluator
+from fedbw.fl.strategy import NODE_WAIT_S, BudgetExhausted, PlanFedAvg, RoundState, centralized_evaluator
 from fedbw.fl.wiring import fit_workflow, wrap_strategy
 
 HELLO_TYPE = "get_properties"
@@ -73,6 +78,36 @@ def discover_clients(grid: Grid, total: int, timeout_s: float = NODE_WAIT_S) -> 
     return mapping
 
 
+def plan_fit_step(settings: AppSettings, strategy: PlanFedAvg, wrapped: Strategy,
+                  inner: Callable[[Grid, Context], None] | None) -> Callable[[Grid, Context], None]:
+    """The round's fit step: Flower's (or SecAgg+'s), then the noise-only release of an empty Poisson round.
+
+    A Poisson round can draw nobody. Central DP must still release *something* with the same noise, or
+    "the model did not move" would tell who was (not) sampled: the server adds Flower's noise (std
+    z·C / per_round, C the DP wrapper's current clipping norm) to the unchanged model.
+    """
+    step = inner if inner is not None else default_fit_workflow
+    cfg = settings.config
+    dp = cfg.privacy.dp
+    noise_empty = cfg.clients.sampling == "poisson" and dp.enabled and dp.mode != "local"
+
+    def run(grid: Grid, context: Context) -> None:
+        step(grid, context)
+        r = int(context.state.config_records[MAIN_CONFIGS_RECORD][WorkflowKey.CURRENT_ROUND])
+        if noise_empty and not settings.plan.sampled_clients(r):
+            from flwr.compat.common import recorddict_compat as compat
+            from flwr.supercore.differential_privacy import add_gaussian_noise_to_params
+
+            strategy.seed_round(r, "empty-release")
+            params = compat.arrayrecord_to_parameters(context.state.array_records[MAIN_PARAMS_RECORD], True)
+            noised = add_gaussian_noise_to_params(params, dp.noise_multiplier,
+                                                  float(getattr(wrapped, "clipping_norm", dp.clipping_norm)),
+                                                  cfg.clients.per_round)
+            context.state.array_records[MAIN_PARAMS_RECORD] = compat.parameters_to_arrayrecord(noised, True)
+
+    return run
+
+
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     settings = settings_for(context)
@@ -87,14 +122,22 @@ def main(grid: Grid, context: Context) -> None:
         client_of = {n: c for c, n in node_of.items()}
         measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure)
         # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups. The plan's
-        # budget caps the rounds at privacy.dp.max_epsilon and gives ε after each.
+        # budget caps the rounds at privacy.dp.max_epsilon; the strategy accounts each round as it ran and
+        # stops earlier if dropouts spent more than planned.
         strategy = PlanFedAvg(settings, log, state, node_of, centralized_evaluator(settings),
-                              epsilon_fn=plan.epsilon_after, initial_parameters=initial_parameters(settings))
-        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=plan.rounds),
-                               strategy=wrap_strategy(settings, strategy))
-        workflow = DefaultWorkflow(fit_workflow=fit_workflow(settings))
-        workflow(measured, legacy)
-        log.emit(END, t=time.perf_counter(), rounds=plan.rounds, stopped_early=plan.stop_reason)
+                              initial_parameters=initial_parameters(settings))
+        wrapped = wrap_strategy(settings, strategy)
+        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=plan.rounds), strategy=wrapped)
+        fit = fit_workflow(settings)
+        if fit is not None:
+            fit.observer = strategy.note_secagg
+        workflow = DefaultWorkflow(fit_workflow=plan_fit_step(settings, strategy, wrapped, fit))
+        rounds, stopped = plan.rounds, plan.stop_reason
+        try:
+            workflow(measured, legacy)
+        except BudgetExhausted as exc:
+            rounds, stopped = len(strategy.rounds), str(exc)
+        log.emit(END, t=time.perf_counter(), rounds=rounds, stopped_early=stopped)
     except BaseException as exc:
         log.emit(ERROR, message=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8))
         raise

@@ -2,23 +2,43 @@
 
 fedbw, not Flower, decides who trains each round — ``plan.sampled_clients(r)`` — so estimate,
 simulate and emulate run the same federation. Evaluation is centralized on the server's held-out
-split each round (no network cost); the round's end is logged after it.
+split each round (no network cost); the round's end is logged after it, with the ε the server
+accounted for what really happened (:class:`RoundPrivacy`).
+
+Privacy duties that only the server can do live here too:
+
+* **accounting what happened**: the plan's ε schedule assumes every sampled client reports. At each
+  round's end the server composes the round actually run — the cohort it aggregated (fixed-size
+  sampling: fewer reports mean a larger mean's sensitivity, so more ε), the clients that released
+  (local DP) — and stops before a round whose planned ε would exceed ``max_epsilon`` given what was
+  spent (:class:`BudgetExhausted`);
+* **the fixed-denominator release under Poisson sampling**: with central DP and ``clients.sampling =
+  "poisson"`` the aggregate is Σ updates / per_round (McMahan et al. 2018), not their mean, so one
+  client's influence is C / per_round whatever the cohort's size — the mechanism Poisson accounting covers;
+* **reproducibility**: Flower's DP wrappers draw from NumPy's global generator; it is seeded from the
+  run's seed at the start of every round and right before aggregation; and updates are summed in
+  client order, not arrival order (float addition is not associative).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from flwr.common import FitIns, Parameters, Scalar, parameters_to_ndarrays
+import numpy as np
+from flwr.common import FitIns, Parameters, Scalar, ndarrays_to_parameters, parameters_to_ndarrays
 from flwr.server.client_manager import ClientManager
 from flwr.server.client_proxy import ClientProxy
 from flwr.server.strategy import FedAvg
 
 from fedbw.errors import RunError
-from fedbw.fl.events import EVAL, ROUND_END, ROUND_START, EventLog
+from fedbw.fl.events import EVAL, ROUND_END, ROUND_END_PRIVACY, ROUND_START, EventLog
 from fedbw.fl.settings import AppSettings
+from fedbw.privacy.accounting import PrivacyAccountant, accountant_from_config
+from fedbw.privacy.randomness import seed_numpy_global
+from fedbw.privacy.rounds import privacy_round
 
 #: How long to wait for every SuperNode to register before round 1.
 NODE_WAIT_S = 600.0
@@ -33,21 +53,51 @@ class RoundState:
         self.lock = threading.Lock()
 
 
+class BudgetExhausted(Exception):
+    """The next round would exceed ``max_epsilon`` given the ε actually spent; the run ends cleanly."""
+
+
+@dataclass
+class RoundPrivacy:
+    """What the server saw of one round's privacy (filled as the round goes)."""
+
+    cohort: int = 0  #: updates aggregated (0: nothing released)
+    participants: list[int] = field(default_factory=list)  #: fedbw client ids whose updates were released
+    secagg_clipped: int | None = None
+    secagg_wrapped: int | None = None
+
+
 class PlanFedAvg(FedAvg):
     """FedAvg whose ``configure_fit`` returns exactly the plan's sampled clients."""
 
     def __init__(self, settings: AppSettings, log: EventLog, state: RoundState, node_of: dict[int, int],
-                 evaluate_fn: Callable[[Parameters], tuple[float, float]] | None,
-                 epsilon_fn: Callable[[int], float | None] | None = None, **kwargs: Any) -> None:
+                 evaluate_fn: Callable[[Parameters], tuple[float, float]] | None, **kwargs: Any) -> None:
         super().__init__(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=1, min_evaluate_clients=0,
                          min_available_clients=1, accept_failures=False, **kwargs)
         self.settings, self.log, self.state, self.node_of = settings, log, state, node_of
+        self.client_of = {n: c for c, n in node_of.items()}
         self._evaluate_fn = evaluate_fn
-        self._epsilon_fn = epsilon_fn
+        self.accountant: PrivacyAccountant | None = accountant_from_config(settings.config)
+        self.rounds: dict[int, RoundPrivacy] = {}
+        self._global: list[np.ndarray] | None = None
+
+    # ------------------------------------------------------------------------------ randomness
+
+    def seed_round(self, server_round: int, purpose: str) -> None:
+        """Seed NumPy's global generator for the server's draws at one labelled point of a round."""
+        cfg = self.settings.config
+        seed_numpy_global(cfg.privacy.randomness, cfg.seed, "server", server_round, purpose)
+
+    # ------------------------------------------------------------------------------ the round
 
     def configure_fit(self, server_round: int, parameters: Parameters,
                       client_manager: ClientManager) -> list[tuple[ClientProxy, FitIns]]:
         plan = self.settings.plan
+        if self.accountant is not None and self.accountant.next_round_exceeds():
+            raise BudgetExhausted(f"stopped after round {server_round - 1}: the next round would exceed "
+                                  f"max_epsilon = {self.accountant.max_epsilon:g} (ε would be "
+                                  f"{self.accountant.next_round_epsilon():.4g}, given the rounds actually run)")
+        self.seed_round(server_round, "configure")
         ids = plan.sampled_clients(server_round)
         if not client_manager.wait_for(plan.config.clients.total, timeout=int(NODE_WAIT_S)):
             raise RunError(f"only {client_manager.num_available()} of {plan.config.clients.total} clients "
@@ -59,18 +109,67 @@ class PlanFedAvg(FedAvg):
             if proxy is None:
                 raise RunError(f"client {cid} (node {self.node_of[cid]}) is not connected")
             chosen.append(proxy)
+        self.rounds[server_round] = RoundPrivacy()
+        self._global = parameters_to_ndarrays(parameters)
         with self.state.lock:
             self.state.round, self.state.t_start = server_round, time.perf_counter()
         self.log.emit(ROUND_START, round=server_round, clients=ids, t=self.state.t_start)
         fit_ins = FitIns(parameters, {"round": server_round})
-        return [(p, fit_ins) for p in chosen]
+        return [(p, fit_ins) for p in chosen]  # empty (a Poisson round that drew nobody): Flower skips the fit
 
     def aggregate_fit(self, server_round: int, results: list, failures: list) -> tuple[Parameters | None,
                                                                                       dict[str, Scalar]]:
         if failures:
             reasons = "; ".join(str(f if isinstance(f, BaseException) else f[1].status.message) for f in failures[:3])
             raise RunError(f"round {server_round}: {len(failures)} client(s) failed: {reasons}")
-        return super().aggregate_fit(server_round, results, failures)
+        self.seed_round(server_round, "aggregate")  # the DP wrapper draws its noise right after this returns
+        # Replies arrive in any order; a float sum depends on its order: sum in client order, reproducibly.
+        results = sorted(results, key=lambda r: self.client_of.get(int(r[0].node_id), -1))
+        info = self.rounds.setdefault(server_round, RoundPrivacy())
+        info.cohort = len(results)
+        info.participants = [self.client_of.get(int(p.node_id), -1) for p, _ in results]
+        params, metrics = super().aggregate_fit(server_round, results, failures)
+        if params is not None and self._fixed_denominator():
+            params = self._rescale_to_fixed_denominator(params, len(results))
+        return params, metrics
+
+    def _fixed_denominator(self) -> bool:
+        cfg = self.settings.config
+        return cfg.clients.sampling == "poisson" and cfg.privacy.dp.enabled and cfg.privacy.dp.mode != "local"
+
+    def _rescale_to_fixed_denominator(self, params: Parameters, cohort: int) -> Parameters:
+        """global + (mean − global) · n / per_round = global + Σ updates / per_round (equal weights)."""
+        assert self._global is not None
+        scale = cohort / self.settings.config.clients.per_round
+        mean = parameters_to_ndarrays(params)
+        return ndarrays_to_parameters([(g + (m - g) * scale).astype(m.dtype, copy=False)
+                                       for g, m in zip(self._global, mean)])
+
+    def note_secagg(self, rnd: Any) -> None:
+        """Observer of :class:`~fedbw.fl.privacy.bounds.GuardedSecAggPlusWorkflow`: clipped and wrapped counts."""
+        info = self.rounds.setdefault(rnd.round, RoundPrivacy())
+        info.secagg_clipped, info.secagg_wrapped = rnd.clipped, rnd.wrapped
+
+    def released_nothing(self, server_round: int) -> bool:
+        """True when round ``server_round`` aggregated no update (empty Poisson round, halted SecAgg+)."""
+        return self.rounds.get(server_round, RoundPrivacy()).cohort == 0
+
+    # ------------------------------------------------------------------------------ round end
+
+    def _account(self, server_round: int) -> tuple[float | None, dict[str, Any] | None]:
+        """ε after this round as it happened, and the round's privacy record (as a dict for the event)."""
+        cfg = self.settings.config
+        info = self.rounds.get(server_round, RoundPrivacy())
+        epsilon = None
+        if self.accountant is not None:
+            if cfg.privacy.dp.mode == "local":
+                epsilon = self.accountant.step(participants=info.participants)
+            elif cfg.clients.sampling == "poisson":
+                epsilon = self.accountant.step()  # every Poisson round is one release, noise only if empty
+            else:
+                epsilon = self.accountant.step(cohort=info.cohort)
+        record = privacy_round(cfg, info.cohort, info.secagg_clipped, info.secagg_wrapped)
+        return epsilon, None if record is None else asdict(record)
 
     def evaluate(self, server_round: int, parameters: Parameters) -> tuple[float, dict[str, Scalar]] | None:
         """Centralized evaluation, then the round's end (it is the last step of a round)."""
@@ -84,9 +183,9 @@ class PlanFedAvg(FedAvg):
             with self.state.lock:
                 wall = time.perf_counter() - self.state.t_start
                 self.state.round = 0
-            epsilon = self._epsilon_fn(server_round) if self._epsilon_fn is not None else None
+            epsilon, privacy = self._account(server_round)
             self.log.emit(ROUND_END, round=server_round, loss=loss, accuracy=accuracy, epsilon=epsilon,
-                          wall_time_s=wall)
+                          wall_time_s=wall, **({ROUND_END_PRIVACY: privacy} if privacy else {}))
         return None if loss is None else (loss, {"accuracy": accuracy})
 
 

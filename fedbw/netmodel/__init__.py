@@ -1,4 +1,5 @@
-"""Pure network arithmetic: link transfers, data-center collectives, federated round timelines.
+"""Pure network arithmetic: link transfers, shared links, Flower's deployment costs, federated round
+timelines, data-center collectives.
 
 No I/O, no Flower, no torch. `estimate` uses it directly and `simulate` drives its virtual clock
 with it, so the two can only disagree where the measured bytes or compute differ.
@@ -11,13 +12,15 @@ from fedbw.netmodel.collectives import (
     busbw_from_algbw,
     hierarchical_allreduce,
 )
+from fedbw.netmodel.flower import FRAMEWORK_PARTS, DeploymentClock, FlowerCosts
 from fedbw.netmodel.payload import MessageSizes, round_exchanges
-from fedbw.netmodel.timeline import ClientLink, ClientStageTiming, Exchange, RoundTimeline, round_timeline
-from fedbw.netmodel.transfer import transfer_time_s
+from fedbw.netmodel.timeline import ClientStageTiming, RoundTimeline, ServerLink, round_timeline
+from fedbw.netmodel.transfer import ClientLink, transfer_time_s
 
 __all__ = [
     "AllReduceEstimate", "allreduce", "best_allreduce", "busbw_from_algbw", "hierarchical_allreduce",
+    "FRAMEWORK_PARTS", "DeploymentClock", "FlowerCosts",
     "MessageSizes", "round_exchanges",
-    "ClientLink", "ClientStageTiming", "Exchange", "RoundTimeline", "round_timeline",
+    "ClientLink", "ClientStageTiming", "RoundTimeline", "ServerLink", "round_timeline",
     "transfer_time_s",
 ]

@@ -48,14 +48,35 @@ SECAGG_MASKED_ARRAY_BYTES = 131
 SECAGG_REPLY_EXTRA_BYTES = 233
 
 
+#: Flower sends an array's bytes in chunks of at most this, each its own object and request
+#: (``FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE``, flwr/common/constant.py).
+ARRAY_CHUNK_BYTES = 5 * 2**20
+#: Objects of a message besides its arrays and chunks: Message, RecordDict and its records. Measured
+#: (flwr 1.42, legacy path): a FitIns with one array is 5 + ⌈B/5 MiB⌉ objects, a FitRes 7 + ⌈B/5 MiB⌉.
+DOWN_OVERHEAD_OBJECTS = 4
+UP_OVERHEAD_OBJECTS = 6
+
+
 @dataclass(frozen=True)
 class MessageSizes:
-    """Bytes of one stage's messages for one client: what it downloads and what it uploads."""
+    """One stage's messages for one client: bytes and objects it downloads and uploads."""
 
     stage: str
     bytes_down: float
     bytes_up: float
     computes: bool  #: the client trains in this stage
+    objects_down: int = DOWN_OVERHEAD_OBJECTS  #: Flower objects (one request each) in the download
+    objects_up: int = UP_OVERHEAD_OBJECTS
+    client_extra_s: float = 0.0  #: client work besides training in this stage (e.g. SecAgg+ crypto)
+    compute_s: float | None = None  #: this stage's measured training time (None: the client's compute)
+
+
+def message_objects(arrays: int, nbytes: float, overhead: int) -> int:
+    """Objects of a message carrying ``arrays`` arrays of ``nbytes`` in all: the overhead objects, one
+    Array each and its ≤ 5 MiB chunks (at least one per array; a large array needs more)."""
+    if arrays <= 0:
+        return overhead
+    return overhead + arrays + arrays + max(0, math.ceil(nbytes / ARRAY_CHUNK_BYTES) - 1)
 
 
 def array_bytes(params: int, num_arrays: int, bytes_per_value: float) -> float:
@@ -108,21 +129,29 @@ def round_exchanges(params: int, num_arrays: int, round_index: int, *, codec: st
         raise ValueError(f"unknown secagg mode {secagg!r}")
     download_value_bytes = 8 if (secagg == "stock" and round_index > 1) else 4
     model_down = MESSAGE_OVERHEAD_BYTES + array_bytes(params, num_arrays, download_value_bytes)
+    down_objects = message_objects(num_arrays, model_down, DOWN_OVERHEAD_OBJECTS)
     if secagg == "off":
         up = MESSAGE_OVERHEAD_BYTES + update_bytes(params, num_arrays, codec, topk_fraction)
-        return [MessageSizes("fit", model_down, up, True)]
+        up_arrays = {"none": num_arrays, "fp16": num_arrays, "int8": num_arrays + 1, "topk": 2}[codec]
+        return [MessageSizes("fit", model_down, up, True, down_objects,
+                             message_objects(up_arrays, up, UP_OVERHEAD_OBJECTS))]
     if codec != "none":
         raise ValueError("compression codecs do not compose with SecAgg+ (masked values are uniform)")
     k = num_neighbours
     ctl, extra = SECAGG_CONTROL_MESSAGE_BYTES, SECAGG_REPLY_EXTRA_BYTES
     masked_up = (SECAGG_MASKED_MESSAGE_BYTES + extra + (num_arrays + 1) * SECAGG_MASKED_ARRAY_BYTES
                  + (params + 1) * masked_value_bytes(secagg, modulus_range))
+    # control messages: config records only; the masked vector rides in a ConfigRecord as one
+    # unchunked object (and fedbw's measurement record)
+    ctl_down, ctl_up = DOWN_OVERHEAD_OBJECTS, UP_OVERHEAD_OBJECTS
     return [
-        MessageSizes("setup", ctl + SECAGG_SETUP_CONFIG_BYTES, ctl + extra + 2 * SECAGG_PUBLIC_KEY_BYTES, False),
+        MessageSizes("setup", ctl + SECAGG_SETUP_CONFIG_BYTES, ctl + extra + 2 * SECAGG_PUBLIC_KEY_BYTES, False,
+                     ctl_down, ctl_up),
         MessageSizes("share_keys", ctl + (k + 1) * SECAGG_NEIGHBOUR_KEYS_BYTES,
-                     ctl + extra + k * SECAGG_ENCRYPTED_SHARE_BYTES, False),
+                     ctl + extra + k * SECAGG_ENCRYPTED_SHARE_BYTES, False, ctl_down, ctl_up),
         MessageSizes("collect_masked_vectors",
-                     model_down + SECAGG_COLLECT_CONFIG_BYTES + k * SECAGG_ENCRYPTED_SHARE_BYTES, masked_up, True),
+                     model_down + SECAGG_COLLECT_CONFIG_BYTES + k * SECAGG_ENCRYPTED_SHARE_BYTES, masked_up, True,
+                     down_objects + 1, ctl_up),
         MessageSizes("unmask", ctl + (k + 1) * SECAGG_NODE_ID_BYTES, ctl + extra + (k + 1) * SECAGG_SHARE_BYTES,
-                     False),
+                     False, ctl_down, ctl_up),
     ]

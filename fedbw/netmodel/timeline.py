@@ -1,37 +1,45 @@
 """One federated round as a timeline: per client, per stage, with the server's barriers.
 
-Each stage is a barrier: the server waits for every sampled client before starting the next, so
-the slowest client of each stage decides it (stragglers cost everyone). Within a stage a client
-downloads, computes (if the stage trains) and uploads; each one-way message costs
-latency + bytes/rate on that client's link.
+Each stage is a barrier: the server waits for every sampled client before starting the next, so the
+slowest client of each stage decides it (stragglers cost everyone). Within a stage a client downloads,
+computes (if the stage trains) and uploads. Two ways to lay a stage out:
+
+* **links only** (``framework = "none"``): each one-way message costs latency + bytes/rate on the
+  client's link — and, with a server link, the clients' flows share it max-min fairly;
+* **a Flower deployment** (a :class:`~fedbw.netmodel.flower.DeploymentClock`): the same transfers plus
+  Flower's own costs — poll waits, a ClientApp process per message, serialisation, one request per
+  object, the ServerApp's poll, aggregation — on one clock that carries every SuperNode's poll grid
+  from stage to stage and round to round.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
+from fedbw.netmodel.flower import FRAMEWORK_PARTS, DeploymentClock, StageMessage
 from fedbw.netmodel.payload import MessageSizes
-from fedbw.netmodel.transfer import transfer_time_s
+from fedbw.netmodel.sharing import Flow, finish_times
+from fedbw.netmodel.transfer import ClientLink, mbps_to_bytes_per_s, transfer_time_s
 
 #: Communication above this share of the round means the workload is bandwidth-bound.
 BANDWIDTH_BOUND_FRACTION = 0.30
 
 
 @dataclass(frozen=True)
-class ClientLink:
-    """What the timeline needs to know about one client's link (payload rates)."""
+class ServerLink:
+    """The server's own link, shared by every client's flows (payload Mbps; inf = not a limit)."""
 
-    up_payload_mbps: float
-    down_payload_mbps: float
-    rtt_s: float
+    up_payload_mbps: float = math.inf  #: server → clients: the downloads
+    down_payload_mbps: float = math.inf  #: clients → server: the uploads
 
     @property
-    def one_way_s(self) -> float:
-        return self.rtt_s / 2.0
+    def limits(self) -> bool:
+        return not (math.isinf(self.up_payload_mbps) and math.isinf(self.down_payload_mbps))
 
 
-Exchange = MessageSizes
+UNLIMITED = ServerLink()
 
 
 @dataclass(frozen=True)
@@ -43,10 +51,13 @@ class ClientStageTiming:
     t_down_s: float
     t_compute_s: float
     t_up_s: float
+    t_framework_s: float = 0.0  #: Flower's own time (polls, process start, app work besides training)
+    parts: Mapping[str, float] = field(default_factory=dict)  #: t_framework_s split (FRAMEWORK_PARTS)
+    server_link_s: float = 0.0  #: of t_down_s + t_up_s, waiting for the shared server link
 
     @property
     def t_total_s(self) -> float:
-        return self.t_down_s + self.t_compute_s + self.t_up_s
+        return self.t_down_s + self.t_compute_s + self.t_up_s + self.t_framework_s
 
     @property
     def t_comm_s(self) -> float:
@@ -57,14 +68,21 @@ class ClientStageTiming:
 class RoundTimeline:
     stages: list[str]
     timings: list[ClientStageTiming] = field(default_factory=list)
+    #: a stage's duration when it is more than its slowest client (server push, pulls, aggregation)
+    stage_spans_s: dict[str, float] = field(default_factory=dict)
+    server_s: dict[str, float] = field(default_factory=dict)  #: server work summed over the stages
 
     def stage_time_s(self, stage: str) -> float:
-        return max((t.t_total_s for t in self.timings if t.stage == stage), default=0.0)
+        slowest = max((t.t_total_s for t in self.timings if t.stage == stage), default=0.0)
+        return max(slowest, self.stage_spans_s.get(stage, 0.0))
 
     def critical(self, stage: str) -> ClientStageTiming | None:
         """The client that holds the barrier of ``stage``."""
         rows = [t for t in self.timings if t.stage == stage]
         return max(rows, key=lambda t: t.t_total_s) if rows else None
+
+    def _critical_rows(self) -> list[ClientStageTiming]:
+        return [c for s in self.stages if (c := self.critical(s)) is not None]
 
     @property
     def round_time_s(self) -> float:
@@ -73,11 +91,35 @@ class RoundTimeline:
     @property
     def comm_time_s(self) -> float:
         """Communication on the critical path: the barrier-holders' download + upload time."""
-        return sum(c.t_comm_s for s in self.stages if (c := self.critical(s)) is not None)
+        return sum(c.t_comm_s for c in self._critical_rows())
 
     @property
     def compute_time_s(self) -> float:
-        return sum(c.t_compute_s for s in self.stages if (c := self.critical(s)) is not None)
+        return sum(c.t_compute_s for c in self._critical_rows())
+
+    @property
+    def framework_time_s(self) -> float:
+        """The rest of the round: Flower's own time on the critical path and the server's work (each
+        stage's span beyond its barrier-holder)."""
+        total = 0.0
+        for s in self.stages:
+            if (c := self.critical(s)) is not None:
+                total += c.t_framework_s + (self.stage_time_s(s) - c.t_total_s)
+        return total
+
+    @property
+    def framework_parts_s(self) -> dict[str, float]:
+        """The critical path's framework time by part, and the server's work."""
+        parts = dict.fromkeys(FRAMEWORK_PARTS, 0.0)
+        for c in self._critical_rows():
+            for k, v in c.parts.items():
+                parts[k] = parts.get(k, 0.0) + v
+        return {**parts, **{f"server_{k}": v for k, v in self.server_s.items()}}
+
+    @property
+    def server_link_s(self) -> float:
+        """Of the critical path's communication, the time spent waiting for the shared server link."""
+        return sum(c.server_link_s for c in self._critical_rows())
 
     @property
     def comm_fraction(self) -> float:
@@ -93,25 +135,100 @@ class RoundTimeline:
 
 
 def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
-                   exchanges_for: Callable[[int], Sequence[MessageSizes]]) -> RoundTimeline:
+                   exchanges_for: Callable[[int], Sequence[MessageSizes]], *,
+                   deployment: DeploymentClock | None = None, server: ServerLink = UNLIMITED,
+                   client_cpu: Mapping[int, float] | None = None, server_cpu: float = 1.0,
+                   server_extra_s: Callable[[str, int], float] | None = None,
+                   app_setup_s: float = 0.0) -> RoundTimeline:
     """Lay out one round.
 
     ``clients`` holds (client_id, link, compute_s) for each sampled client; ``exchanges_for(cid)``
-    returns that client's stage messages (sizes may differ per client, e.g. measured bytes).
+    returns that client's stage messages (sizes may differ per client, e.g. measured bytes). With a
+    ``deployment`` clock the round includes Flower's costs and advances that clock; ``server`` is the
+    shared server link; ``server_extra_s(stage, clients)`` adds server work after a stage (SecAgg+
+    unmasking of that many clients' vectors).
     """
-    timeline: RoundTimeline | None = None
-    for cid, link, compute_s in clients:
-        exchanges = list(exchanges_for(cid))
-        if timeline is None:
-            timeline = RoundTimeline([e.stage for e in exchanges])
+    rows = [(cid, link, compute_s, list(exchanges_for(cid))) for cid, link, compute_s in clients]
+    if not rows:
+        return RoundTimeline([])
+    stages = [e.stage for e in rows[0][3]]
+    if deployment is not None:
+        return _deployment_round(rows, stages, deployment, server, client_cpu, server_cpu, server_extra_s,
+                                 app_setup_s)
+    if server.limits:
+        return _shared_links_round(rows, stages, server)
+    timeline = RoundTimeline(stages)
+    for cid, link, compute_s, exchanges in rows:
         for ex in exchanges:
             timeline.timings.append(ClientStageTiming(
-                client_id=cid,
-                stage=ex.stage,
-                bytes_down=ex.bytes_down,
-                bytes_up=ex.bytes_up,
+                client_id=cid, stage=ex.stage, bytes_down=ex.bytes_down, bytes_up=ex.bytes_up,
                 t_down_s=transfer_time_s(ex.bytes_down, link.down_payload_mbps, link.one_way_s),
-                t_compute_s=compute_s if ex.computes else 0.0,
-                t_up_s=transfer_time_s(ex.bytes_up, link.up_payload_mbps, link.one_way_s),
-            ))
-    return timeline if timeline is not None else RoundTimeline([])
+                t_compute_s=stage_compute_s(ex, compute_s),
+                t_up_s=transfer_time_s(ex.bytes_up, link.up_payload_mbps, link.one_way_s)))
+    return timeline
+
+
+def stage_compute_s(ex: MessageSizes, client_compute_s: float) -> float:
+    """A stage's training time: its own measurement, else the client's, in stages that train."""
+    if not ex.computes:
+        return 0.0
+    return ex.compute_s if ex.compute_s is not None else client_compute_s
+
+
+def _by_stage(rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]], stage: str,
+              ) -> list[tuple[int, ClientLink, float, MessageSizes]]:
+    """This stage's (client, link, compute, message) rows, the compute that of this stage."""
+    return [(cid, link, stage_compute_s(ex, compute_s), ex) for cid, link, compute_s, exchanges in rows
+            for ex in exchanges if ex.stage == stage]
+
+
+def _shared_links_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]], stages: list[str],
+                        server: ServerLink) -> RoundTimeline:
+    """Links only, every stage's downloads starting together and sharing the server's uplink; each
+    upload starts when its client is done training and shares the server's downlink."""
+    timeline = RoundTimeline(stages)
+    up_cap, down_cap = mbps_to_bytes_per_s(server.down_payload_mbps), mbps_to_bytes_per_s(server.up_payload_mbps)
+    for stage in stages:
+        items = _by_stage(rows, stage)
+        downs = finish_times([Flow(0.0, ex.bytes_down, link.down_bytes_per_s) for _, link, _, ex in items], down_cap)
+        compute = [c for _, _, c, _ in items]
+        ups_start = [d + link.one_way_s + c for d, (_, link, _, _), c in zip(downs, items, compute)]
+        ups = finish_times([Flow(t, ex.bytes_up, link.up_bytes_per_s)
+                            for t, (_, link, _, ex) in zip(ups_start, items)], up_cap)
+        for (cid, link, _, ex), d, c, start, u in zip(items, downs, compute, ups_start, ups):
+            t_down, t_up = link.one_way_s + d, link.one_way_s + (u - start)
+            alone = (transfer_time_s(ex.bytes_down, link.down_payload_mbps, link.one_way_s)
+                     + transfer_time_s(ex.bytes_up, link.up_payload_mbps, link.one_way_s))
+            timeline.timings.append(ClientStageTiming(cid, stage, ex.bytes_down, ex.bytes_up, t_down, c, t_up,
+                                                      server_link_s=max(0.0, t_down + t_up - alone)))
+    return timeline
+
+
+def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]], stages: list[str],
+                      clock: DeploymentClock, server: ServerLink, client_cpu: Mapping[int, float] | None,
+                      server_cpu: float, server_extra_s: Callable[[str, int], float] | None,
+                      app_setup_s: float) -> RoundTimeline:
+    timeline = RoundTimeline(stages)
+    server_totals: dict[str, float] = {}
+    for stage in stages:
+        items = _by_stage(rows, stage)
+        messages = [StageMessage(cid, ex.bytes_down, ex.bytes_up, ex.objects_down, ex.objects_up, compute_s,
+                                 ex.client_extra_s + (app_setup_s if ex.computes else 0.0))
+                    for cid, _, compute_s, ex in items]
+        st = clock.run_stage(stage, messages, {cid: link for cid, link, _, _ in items},
+                             server_up_bytes_per_s=mbps_to_bytes_per_s(server.up_payload_mbps),
+                             server_down_bytes_per_s=mbps_to_bytes_per_s(server.down_payload_mbps),
+                             client_cpu=client_cpu, server_cpu=server_cpu,
+                             server_extra_s=server_extra_s(stage, len(items)) if server_extra_s else 0.0,
+                             aggregate=any(ex.computes for _, _, _, ex in items))
+        by_client = {m.client_id: m for m in st.messages}
+        for cid, _, _, ex in items:
+            m = by_client[cid]
+            timeline.timings.append(ClientStageTiming(
+                cid, stage, ex.bytes_down, ex.bytes_up, m.t_down_s, m.t_compute_s, m.t_up_s, m.t_framework_s,
+                dict(m.parts), max(0.0, m.t_down_s + m.t_up_s - m.t_down_alone_s - m.t_up_alone_s)))
+        timeline.stage_spans_s[stage] = st.t_end_s - st.t_start_s
+        for k, v in st.server_s.items():
+            server_totals[k] = server_totals.get(k, 0.0) + v
+    timeline.server_s = server_totals
+    return timeline

@@ -1,8 +1,9 @@
-"""Time to move one message over one link direction."""
+"""A client's link as the model sees it, and the time to move one message over one direction of it."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 
 def serialization_time_s(num_bytes: float, payload_mbps: float) -> float:
@@ -32,3 +33,29 @@ def transfer_time_s(num_bytes: float, payload_mbps: float, one_way_latency_s: fl
     if one_way_latency_s < 0 or rtt_s < 0 or extra_round_trips < 0:
         raise ValueError("latencies and round trips must be ≥ 0")
     return one_way_latency_s + extra_round_trips * rtt_s + serialization_time_s(num_bytes, payload_mbps)
+
+
+@dataclass(frozen=True)
+class ClientLink:
+    """What the timeline needs to know about one client's link (payload rates)."""
+
+    up_payload_mbps: float
+    down_payload_mbps: float
+    rtt_s: float
+
+    @property
+    def one_way_s(self) -> float:
+        return self.rtt_s / 2.0
+
+    @property
+    def up_bytes_per_s(self) -> float:
+        return mbps_to_bytes_per_s(self.up_payload_mbps)
+
+    @property
+    def down_bytes_per_s(self) -> float:
+        return mbps_to_bytes_per_s(self.down_payload_mbps)
+
+
+def mbps_to_bytes_per_s(mbps: float) -> float:
+    """Mbps (10^6 bit/s) → bytes per second."""
+    return mbps * 1e6 / 8.0

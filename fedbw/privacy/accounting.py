@@ -5,25 +5,31 @@ turns a DP config into ε per round, and tells the server *before* a round wheth
 push ε past ``max_epsilon`` — so a run stops cleanly at the last round that fits the budget.
 
 One accountant (dp-accounting's ``RdpAccountant`` with its default orders, the same orders Opacus
-uses) serves every mode, so ε from different modes are comparable:
+uses) serves every mode. What each ε means differs by mode, and records say which (docs/privacy.md):
 
-* **central** (server- or client-side clipping, fixed or adaptive): each round is one
-  Poisson-subsampled Gaussian mechanism with sampling rate q = clients.per_round / clients.total and
-  noise multiplier z (noise std / clipping norm on the sum of clipped updates, which is how Flower's
-  wrappers calibrate it; for adaptive clipping z is the *effective* multiplier after Flower splits
-  noise between the update and the clipped-count query, Andrew et al. 2021). Unit of privacy: one
-  client's whole dataset (user-level, add/remove one client).
+* **central** (server- or client-side clipping, fixed or adaptive): each round is one sampled Gaussian
+  mechanism over clients, accounted for the sampling that actually happens (``clients.sampling``):
+
+  - ``poisson``: ``PoissonSampledDpEvent(q, Gaussian(z))``, q = per_round / total, add/remove-one-client
+    adjacency. The server aggregates with a fixed denominator (Σ clipped updates / per_round, McMahan et
+    al. 2018), so the sensitivity is C / per_round whoever reports and the noise multiplier is z.
+  - ``fixed``: ``SampledWithoutReplacementDpEvent(total, per_round, Gaussian(z'))`` under replace-one
+    adjacency (Wang, Balle & Kasiviswanathan 2019). Replacing one client moves the mean of the n updates
+    that reported by up to 2C / n, and Flower's noise has std z·C / per_round, so z' = z · n / (2·per_round):
+    z / 2 when everyone reports, less when clients drop out.
+
+  z is Flower's noise multiplier (noise std / clipping norm); for adaptive clipping the *effective*
+  one after Flower splits noise with the clipped-count query (Andrew et al. 2021). Unit: one client's
+  whole data. Client weights are assumed equal (fedbw's federation has them; see docs).
 * **local** (``LocalDpMod``): every participation releases the client's update through the Gaussian
-  mechanism calibrated for (ε₀, δ₀) per release. No amplification by sampling (the server knows who
-  took part). Composition choices (``privacy.dp.local_accounting``):
-  ``rdp`` — compose the actual Gaussian mechanism (z = √(2 ln(1.25/δ₀)) / ε₀) with RDP; tightest,
-  valid for any ε₀; ``basic`` — k releases are (k·ε₀, k·δ₀)-DP; ``advanced`` — the better of basic and
-  Dwork–Rothblum–Vadhan advanced composition with slack δ' = δ − k·δ₀. ``basic``/``advanced`` rest on
-  the per-release (ε₀, δ₀) promise itself, which the classic Gaussian calibration keeps only for
-  ε₀ < 1; the config rejects them above that.
+  mechanism calibrated for (ε₀, δ₀) per release, sensitivity 2C (replace-one of the client's own data).
+  No amplification by sampling (the server knows who took part). Composition choices
+  (``privacy.dp.local_accounting``): ``rdp`` — compose the actual Gaussian (z = √(2 ln(1.25/δ₀)) / ε₀)
+  with RDP; ``basic`` — k releases are (k·ε₀, k·δ₀)-DP; ``advanced`` — the better of basic and
+  Dwork–Rothblum–Vadhan with slack δ' = δ − k·δ₀ (both rest on the per-release promise, which the classic
+  Gaussian calibration keeps only for ε₀ < 1; the config rejects them above that).
 
-Every ε is reported at ``privacy.dp.target_delta``; an ε of ``inf`` means no finite guarantee holds
-at that δ (e.g. basic composition once k·δ₀ > δ).
+Every ε is reported at ``privacy.dp.target_delta``; ``inf`` means no finite guarantee at that δ.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -44,15 +50,84 @@ from fedbw.config import ExperimentConfig
 from fedbw.errors import ConfigError
 
 LocalComposition = Literal["rdp", "basic", "advanced"]
+Sampling = Literal["poisson", "fixed"]
+Relation = rdp_privacy_accountant.NeighborRel
 
-#: Gaussian calibration of LocalDpMod (Dwork & Roth, Thm A.1): σ = Δ·√(2 ln(1.25/δ₀)) / ε₀.
+#: Adjacency each accounting uses, as records and tables name it.
+ADJACENCY = {"poisson": "add/remove", "fixed": "replace-one", "local": "replace-one"}
+
+
 def local_noise_multiplier(epsilon: float, delta: float) -> float:
-    """Noise std / sensitivity that ``LocalDpMod`` adds for a per-release (ε, δ)."""
+    """Noise std / sensitivity that ``LocalDpMod`` adds for a per-release (ε, δ) (Dwork & Roth, Thm A.1)."""
     return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
 
 
+@dataclass(frozen=True)
+class CentralDp:
+    """One round of central DP as fedbw runs it: who is sampled, how, and the noise Flower adds."""
+
+    sampling: Sampling
+    population: int  #: clients.total
+    sample_size: int  #: clients.per_round (Flower's ``num_sampled_clients``: the noise calibration)
+    noise_multiplier: float  #: z = noise std / clipping norm (Flower's convention)
+
+    @property
+    def adjacency(self) -> str:
+        return ADJACENCY[self.sampling]
+
+    def effective_noise_multiplier(self, cohort: int | None = None) -> float:
+        """Noise std / sensitivity of the round's release; ``cohort`` = updates aggregated (None: planned)."""
+        if self.sampling == "poisson":
+            return self.noise_multiplier
+        n = self.sample_size if cohort is None else cohort
+        return self.noise_multiplier * n / (2 * self.sample_size)
+
+    def event(self, cohort: int | None = None) -> dp_event.DpEvent:
+        """The dp-accounting event of one round (``NoOpDpEvent`` when a fixed round aggregated nobody)."""
+        if self.sampling == "fixed" and cohort == 0:
+            return dp_event.NoOpDpEvent()  # nothing was released
+        gaussian = dp_event.GaussianDpEvent(self.effective_noise_multiplier(cohort))
+        if self.sampling == "poisson":
+            return dp_event.PoissonSampledDpEvent(self.sample_size / self.population, gaussian)
+        return dp_event.SampledWithoutReplacementDpEvent(self.population, self.sample_size, gaussian)
+
+    @property
+    def relation(self) -> Relation:
+        return Relation.ADD_OR_REMOVE_ONE if self.sampling == "poisson" else Relation.REPLACE_ONE
+
+
+def event_rdp(event: dp_event.DpEvent, relation: Relation = Relation.ADD_OR_REMOVE_ONE) -> np.ndarray:
+    """RDP of one event at dp-accounting's default orders (computed once per event: ≈ 0.2–0.5 s each)."""
+    return _event_rdp(event, relation).copy()
+
+
+@lru_cache(maxsize=256)
+def _event_rdp(event: dp_event.DpEvent, relation: Relation) -> np.ndarray:
+    accountant = rdp_privacy_accountant.RdpAccountant(neighboring_relation=relation)
+    absl_logger = logging.getLogger("absl")
+    level = absl_logger.level
+    absl_logger.setLevel(logging.ERROR)  # fractional orders that do not converge are dropped, by design; quiet
+    try:
+        accountant.compose(event, 1)
+    finally:
+        absl_logger.setLevel(level)
+    # dp-accounting exposes no getter for the RDP vector; _rdp is its (stable since 0.4) field. RDP composes
+    # additively, so k rounds are k × this vector — what ``compose(event, k)`` computes, without redoing it.
+    return accountant._rdp.copy()
+
+
+ORDERS = np.array(rdp_privacy_accountant.DEFAULT_RDP_ORDERS, dtype=np.float64)
+
+
+def epsilon_from_rdp(rdp: np.ndarray, delta: float) -> float:
+    """ε at ``delta`` of a composed RDP vector (dp-accounting's conversion)."""
+    if not np.any(rdp):
+        return 0.0
+    return float(rdp_privacy_accountant.compute_epsilon(ORDERS, rdp, delta)[0])
+
+
 def rdp_gaussian_epsilon(noise_multiplier: float, steps: int, delta: float, sample_rate: float = 1.0) -> float:
-    """ε after ``steps`` compositions of a (Poisson-subsampled) Gaussian mechanism, by RDP.
+    """ε after ``steps`` compositions of a Poisson-subsampled Gaussian mechanism, by RDP.
 
     With sample_rate = 0.04, noise_multiplier = 1.5, steps = 2250, delta = 1e-5 this gives
     ε ≈ 7.329, the reference vector of Opacus's RDP accountant tests.
@@ -63,30 +138,16 @@ def rdp_gaussian_epsilon(noise_multiplier: float, steps: int, delta: float, samp
         return 0.0
     if noise_multiplier <= 0:
         return math.inf
-    orders, rdp = _rdp_one_step(float(noise_multiplier), float(sample_rate))
-    return float(rdp_privacy_accountant.compute_epsilon(orders, steps * rdp, delta)[0])
-
-
-@lru_cache(maxsize=64)
-def _rdp_one_step(noise_multiplier: float, sample_rate: float) -> tuple[np.ndarray, np.ndarray]:
-    """RDP of one step at dp-accounting's default orders (Opacus's), computed once per mechanism.
-
-    RDP composes additively, so k steps are k × this vector — exactly what ``RdpAccountant.compose(event,
-    k)`` computes, without redoing the costly per-order series (≈ 0.4 s) for every round of a schedule.
-    """
-    event: dp_event.DpEvent = dp_event.GaussianDpEvent(noise_multiplier)
+    event: dp_event.DpEvent = dp_event.GaussianDpEvent(float(noise_multiplier))
     if sample_rate < 1.0:
-        event = dp_event.PoissonSampledDpEvent(sample_rate, event)
-    accountant = rdp_privacy_accountant.RdpAccountant()  # default orders = Opacus's default orders
-    absl_logger = logging.getLogger("absl")
-    level = absl_logger.level
-    absl_logger.setLevel(logging.ERROR)  # fractional orders that do not converge are dropped, by design; quiet
-    try:
-        accountant.compose(event, 1)
-    finally:
-        absl_logger.setLevel(level)
-    # dp-accounting exposes no getter for the RDP vector; _orders/_rdp are its (stable since 0.4) fields.
-    return accountant._orders.copy(), accountant._rdp.copy()
+        event = dp_event.PoissonSampledDpEvent(float(sample_rate), event)
+    return epsilon_from_rdp(steps * _event_rdp(event, Relation.ADD_OR_REMOVE_ONE), delta)
+
+
+def central_epsilon(mechanism: CentralDp, cohorts: Sequence[int | None], delta: float) -> float:
+    """ε after one round per entry of ``cohorts`` (updates aggregated that round; None = as planned)."""
+    rdp = sum((_event_rdp(mechanism.event(n), mechanism.relation) for n in cohorts), np.zeros_like(ORDERS))
+    return epsilon_from_rdp(rdp, delta)
 
 
 def basic_composition_epsilon(epsilon0: float, delta0: float, k: int, delta: float) -> float:
@@ -125,24 +186,25 @@ class PrivacyAccountant:
         if accountant.next_round_exceeds():   # before sampling/sending anything
             stop the run cleanly (the budget allows no further round)
         ... run the round ...
-        eps = accountant.step(participants)   # ε so far, for the RoundRecord
+        eps = accountant.step(participants, cohort)   # ε so far, for the RoundRecord
 
-    ``participants`` only matters in local mode (ε is tracked for the client that has released most
-    often); central mode counts rounds, since subsampling amplification must not condition on who
-    was actually sampled.
+    Central mode composes one event per round: ``cohort`` (updates aggregated; None = as planned) matters
+    for fixed-size sampling, whose mean's sensitivity grows as clients drop out; amplification never
+    conditions on *who* was sampled. Local mode tracks the client that has released most often.
     """
 
     def __init__(self, *, mode: Literal["central", "local"], delta: float, max_epsilon: float | None = None,
-                 noise_multiplier: float = 0.0, sample_rate: float = 1.0, local_epsilon: float = 0.0,
-                 local_delta: float = 0.0, local_composition: LocalComposition = "rdp") -> None:
+                 central: CentralDp | None = None, local_epsilon: float = 0.0, local_delta: float = 0.0,
+                 local_composition: LocalComposition = "rdp") -> None:
         if not 0 < delta < 1:
             raise ConfigError(f"privacy.dp.target_delta must be in (0, 1), got {delta}")
         if mode == "central":
-            if noise_multiplier <= 0:
+            if central is None or central.noise_multiplier <= 0:
                 raise ConfigError("privacy.dp.noise_multiplier must be > 0 for central DP (0 adds no noise and "
                                   "gives no finite ε); raise it or disable privacy.dp")
-            if not 0 < sample_rate <= 1:
-                raise ConfigError(f"sampling rate clients.per_round/clients.total must be in (0, 1], got {sample_rate}")
+            if not 0 < central.sample_size <= central.population:
+                raise ConfigError(f"clients.per_round ({central.sample_size}) must be in 1..clients.total "
+                                  f"({central.population})")
         elif mode == "local":
             if local_epsilon <= 0 or not 0 < local_delta < 1:
                 raise ConfigError("privacy.dp.local_epsilon must be > 0 and local_delta in (0, 1) for local DP")
@@ -153,12 +215,12 @@ class PrivacyAccountant:
         self.mode = mode
         self.delta = delta
         self.max_epsilon = max_epsilon
-        self.noise_multiplier = noise_multiplier
-        self.sample_rate = sample_rate
+        self.central = central
         self.local_epsilon = local_epsilon
         self.local_delta = local_delta
         self.local_composition = local_composition
         self.rounds = 0
+        self._cohorts: list[int | None] = []
         self._releases: Counter[int] = Counter()
         self._worst_releases = 0
         self._cache: dict[int, float] = {}
@@ -166,14 +228,15 @@ class PrivacyAccountant:
     # ------------------------------------------------------------------ ε as a function of count
 
     def epsilon_after(self, count: int) -> float:
-        """ε after ``count`` rounds (central) or ``count`` releases by one client (local)."""
+        """ε after ``count`` planned rounds (central) or ``count`` releases by one client (local)."""
         if count not in self._cache:
             self._cache[count] = self._epsilon(count)
         return self._cache[count]
 
     def _epsilon(self, count: int) -> float:
         if self.mode == "central":
-            return rdp_gaussian_epsilon(self.noise_multiplier, count, self.delta, self.sample_rate)
+            assert self.central is not None
+            return central_epsilon(self.central, [None] * count, self.delta)
         if self.local_composition == "rdp":
             return rdp_gaussian_epsilon(local_noise_multiplier(self.local_epsilon, self.local_delta), count, self.delta)
         if self.local_composition == "basic":
@@ -183,39 +246,58 @@ class PrivacyAccountant:
     # ------------------------------------------------------------------ the per-round API
 
     @property
-    def _count(self) -> int:
-        return self.rounds if self.mode == "central" else self._worst_releases
-
-    @property
     def epsilon(self) -> float:
         """ε spent so far."""
-        return self.epsilon_after(self._count)
+        if self.mode == "central":
+            assert self.central is not None
+            if all(n is None for n in self._cohorts):
+                return self.epsilon_after(len(self._cohorts))
+            return central_epsilon(self.central, self._cohorts, self.delta)
+        return self.epsilon_after(self._worst_releases)
 
     def spent(self) -> PrivacySpent:
         return PrivacySpent(self.rounds, self.epsilon, self.delta)
 
     def next_round_epsilon(self) -> float:
-        """ε after one more round (worst case in local mode: the most-released client takes part again)."""
-        return self.epsilon_after(self._count + 1)
+        """ε after one more round as planned (local: the most-released client takes part again)."""
+        if self.mode == "central":
+            assert self.central is not None
+            if all(n is None for n in self._cohorts):
+                return self.epsilon_after(len(self._cohorts) + 1)
+            return central_epsilon(self.central, [*self._cohorts, None], self.delta)
+        return self.epsilon_after(self._worst_releases + 1)
 
     def next_round_exceeds(self) -> bool:
         """True when running one more round would push ε above ``max_epsilon``."""
         return self.max_epsilon is not None and self.next_round_epsilon() > self.max_epsilon
 
-    def step(self, participants: Iterable[int] | None = None) -> float:
+    def step(self, participants: Iterable[int] | None = None, cohort: int | None = None) -> float:
         """Record one finished round and return ε so far.
 
-        Local mode: ``participants`` are the client ids whose updates were released this round;
-        ``None`` means "assume the worst": some client released in every round.
+        Central: ``cohort`` = updates the server aggregated (None: as planned). Local: ``participants``
+        are the client ids whose updates were released; ``None`` means "assume the worst": some client
+        released in every round.
         """
         self.rounds += 1
-        if self.mode == "local":
-            if participants is None:
-                self._worst_releases += 1
-            else:
-                self._releases.update(set(participants))
-                self._worst_releases = max(self._releases.values(), default=0)
+        if self.mode == "central":
+            self._cohorts.append(None if cohort is None or self._planned(cohort) else cohort)
+        elif participants is None:
+            self._worst_releases += 1
+        else:
+            self._releases.update(set(participants))
+            self._worst_releases = max(self._releases.values(), default=0)
         return self.epsilon
+
+    def _planned(self, cohort: int) -> bool:
+        assert self.central is not None
+        return self.central.sampling == "poisson" or cohort == self.central.sample_size
+
+    def round_noise_multiplier(self, cohort: int | None = None) -> float | None:
+        """The noise multiplier a round is accounted with (central; local: LocalDpMod's per release)."""
+        if self.mode == "central":
+            assert self.central is not None
+            return self.central.effective_noise_multiplier(cohort)
+        return local_noise_multiplier(self.local_epsilon, self.local_delta)
 
     def max_rounds(self, limit: int = 100_000) -> int | None:
         """How many rounds fit the budget in the worst case (None if no budget is set)."""
@@ -231,6 +313,12 @@ class PrivacyAccountant:
         return lo
 
 
+def central_dp(cfg: ExperimentConfig) -> CentralDp:
+    """The central mechanism a config runs (sampling from ``clients.sampling``)."""
+    c = cfg.clients
+    return CentralDp(c.sampling, c.total, c.per_round, cfg.privacy.dp.noise_multiplier)
+
+
 def accountant_from_config(cfg: ExperimentConfig) -> PrivacyAccountant | None:
     """The accountant for a run, or None when DP is off; ConfigError if not even one round fits the budget."""
     dp = cfg.privacy.dp
@@ -242,8 +330,7 @@ def accountant_from_config(cfg: ExperimentConfig) -> PrivacyAccountant | None:
                                 local_composition=dp.local_accounting)
     else:
         acc = PrivacyAccountant(mode="central", delta=dp.target_delta, max_epsilon=dp.max_epsilon,
-                                noise_multiplier=dp.noise_multiplier,
-                                sample_rate=cfg.clients.per_round / cfg.clients.total)
+                                central=central_dp(cfg))
     if acc.next_round_exceeds():
         raise ConfigError(f"privacy.dp.max_epsilon ({dp.max_epsilon}) is below the ε of a single round "
                           f"({acc.next_round_epsilon():.4g}); raise max_epsilon, or add noise "
@@ -253,7 +340,7 @@ def accountant_from_config(cfg: ExperimentConfig) -> PrivacyAccountant | None:
 
 def epsilon_schedule(cfg: ExperimentConfig, rounds: int | None = None,
                      sampled: Callable[[int], Iterable[int]] | None = None) -> list[float]:
-    """ε after each round 1..rounds; [] if DP is off.
+    """ε after each round 1..rounds as planned (every sampled client reports); [] if DP is off.
 
     Central-DP ε depends only on the round count. Local-DP ε depends on who took part: pass
     ``sampled(r)`` (the plan's ``sampled_clients``, which is deterministic in the seed) to get the ε the

@@ -74,6 +74,16 @@ def plot_rounds(rounds: Sequence[RoundRecord], path: Path, title: str) -> Path |
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.bar(xs, comm, color=COLORS["upload"], label="communication (critical path)")
     ax.bar(xs, rest, bottom=comm, color=COLORS["compute"], label="compute + framework")
+    hosted = [r for r in rounds if r.host is not None]
+    if hosted:
+        # the host's share, hatched on top of each emulated bar; host-bound rounds marked above it
+        lost = [r.host.lost_s if r.host is not None else 0.0 for r in rounds]
+        ax.bar(xs, lost, bottom=[c + o - h for c, o, h in zip(comm, rest, lost)], fill=False, hatch="//",
+               edgecolor="black", linewidth=0, label="held by the host, not the links")
+        for r in hosted:
+            if r.host is not None and r.host.bound:
+                ax.annotate("host-bound", (r.round, r.round_time_s), ha="center", va="bottom", fontsize=7,
+                            color="darkorange")
     ax.set_xlabel("round")
     ax.set_ylabel("round time (s)")
     ax.set_xticks(xs)

@@ -14,12 +14,29 @@ from fedbw.report.format import fmt_bytes, fmt_s
 from fedbw.results.rundir import environment
 from fedbw.studies.result import StudyResult, StudyRow
 
-COLUMNS = ("variant", "profile", "up/client", "down/client", "round 1", "round", "comm time", "comm", "ε",
-           "accuracy", "up vs {baseline}")
+COLUMNS = ("variant", "profile", "up/client", "down/client", "round 1", "round", "comm time", "framework", "comm", "ε",
+           "ε terms", "clipped / wrapped", "accuracy", "up vs {baseline}")
 
 
 def _eps(r: StudyRow) -> str:
     return "-" if r.epsilon is None else f"{r.epsilon:.3g}"
+
+
+def _eps_terms(r: StudyRow) -> str:
+    """What the ε means: sampling · adjacency · δ (an ε without them cannot be compared with another)."""
+    if r.epsilon_delta is None:
+        return "-"
+    sampling = "local" if r.epsilon_sampling == "none" else r.epsilon_sampling
+    return f"{sampling}, {r.epsilon_adjacency}, δ={r.epsilon_delta:g}"
+
+
+def _secagg_counts(r: StudyRow) -> str:
+    if r.secagg_clipped is None and r.secagg_wrapped is None:
+        return "-"
+    def show(v: int | None) -> str:
+        return "?" if v is None else f"{v:,}"
+
+    return f"{show(r.secagg_clipped)} / {show(r.secagg_wrapped)}"
 
 
 def _acc(r: StudyRow) -> str:
@@ -32,8 +49,8 @@ def _ratio(r: StudyRow) -> str:
 
 def _cells(r: StudyRow) -> list[str]:
     return [r.variant, r.profile, fmt_bytes(r.bytes_up_per_client), fmt_bytes(r.bytes_down_per_client),
-            fmt_s(r.round1_time_s), fmt_s(r.round_time_s), fmt_s(r.comm_time_s),
-            f"{100 * r.comm_fraction:.0f} %", _eps(r),
+            fmt_s(r.round1_time_s), fmt_s(r.round_time_s), fmt_s(r.comm_time_s), fmt_s(r.framework_time_s),
+            f"{100 * r.comm_fraction:.0f} %", _eps(r), _eps_terms(r), _secagg_counts(r),
             _acc(r), _ratio(r)]
 
 
@@ -44,8 +61,14 @@ def _steady_note(res: StudyResult) -> str:
                else "the device profile's estimate")
     return (f"bytes per client per round and \"round\" are means over {span} (steady state; stock SecAgg+ downloads "
             f"a float64 model from round 2 on); every sampled client on the row's profile; ε and accuracy after the "
-            f"last round; comm time = communication on the round's critical path (bytes and link only), "
-            f"comm = its share of the round (the rest is client compute, {compute})")
+            f"last round; ε terms = the sampling it was accounted for (fixed-size, Poisson, or local: none), its "
+            f"adjacency and δ (a fixed-sample replace-one ε, a Poisson add/remove ε and a local per-client ε are "
+            f"different promises: docs/privacy.md); clipped / wrapped = SecAgg+ values clipped to the "
+            f"quantization range (and weights clipped to max_weight) / values of the masked sum that wrapped, "
+            f"summed over the rounds; comm time = communication on the round's "
+            f"critical path (bytes and link only), framework = Flower's own time in the round (polls, a ClientApp "
+            f"process per message, the server's work, SecAgg+'s crypto; 0 with framework = \"none\"), comm = "
+            f"communication's share of the round (the rest is framework and client compute, {compute})")
 
 
 def rich_table(res: StudyResult) -> Table:
@@ -98,7 +121,7 @@ def plot(res: StudyResult, path: Path) -> Path:
         ax.bar(xs, rest, width * 0.95, bottom=comm, color=cmap(i), alpha=0.35, hatch="//", edgecolor="white")
     ax.set_xticks(range(len(profiles)), profiles)
     ax.set_ylabel("round time (s)")
-    ax.set_xlabel("solid: communication · hatched: compute (critical path)")
+    ax.set_xlabel("solid: communication · hatched: compute and Flower's framework (critical path)")
     ax.set_title(f"{res.study.name}: steady-state round time per variant and profile")
     ax.legend(fontsize="small", ncol=min(len(variants), 3))
     fig.tight_layout()

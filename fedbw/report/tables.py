@@ -28,12 +28,13 @@ def fmt_frac(f: float, bound: bool) -> str:
 
 def profile_table(rows: Sequence, title: str) -> Table:
     t = new_table(title, ("profile", "Mbps up/down", "up/client", "down/client", "t_down", "t_compute", "t_up",
-                          "round", "comm"))
+                          "framework", "round", "comm"))
     for r in rows:
         t.add_row(r.profile, f"{r.up_mbps:g}/{r.down_mbps:g}", fmt_bytes(r.bytes_up_per_client),
                   fmt_bytes(r.bytes_down_per_client), fmt_s(r.t_down_s), fmt_s(r.t_compute_s), fmt_s(r.t_up_s),
-                  fmt_s(r.round_time_s), fmt_frac(r.comm_fraction, r.bandwidth_bound))
-    t.caption = "comm = communication share of the round; ▲ above 30 % = bandwidth-bound"
+                  fmt_s(r.t_framework_s), fmt_s(r.round_time_s), fmt_frac(r.comm_fraction, r.bandwidth_bound))
+    t.caption = ("framework = Flower's own time in the round (polls, a ClientApp process per message, the server's "
+                 "work); comm = communication share of the round; ▲ above 30 % = bandwidth-bound")
     return t
 
 
@@ -47,14 +48,58 @@ def fabric_table(rows: Sequence, fl_round_s: float | None, title: str) -> Table:
     return t
 
 
+def fmt_host(r: RoundRecord) -> str:
+    """The host's share of an emulated round, flagged ◆ when the round is host-bound."""
+    if r.host is None:
+        return "-"
+    text = f"{100 * r.host.share:.0f} %"
+    return f"[bold yellow]{text} ◆[/]" if r.host.bound else text
+
+
+HOST_CAPTION = ("host = share of the round the emulating host, not the links, held (link idle mid-message, slow "
+                "ClientApp starts); ◆ at 5 % or more = host-bound: the round measures this machine's CPUs — "
+                "rerun with --dilation auto (docs/emulate.md)")
+
+
+def host_summary(rounds: Sequence[RoundRecord]) -> str | None:
+    """One line on host-bound rounds, or None when no round has a host record."""
+    hosted = [r for r in rounds if r.host is not None]
+    if not hosted:
+        return None
+    bound = [r.round for r in hosted if r.host is not None and r.host.bound]
+    k = hosted[0].host.dilation if hosted[0].host is not None else 1.0
+    capped = all(r.host is not None and r.host.cpu_capped for r in hosted)
+    how = f"dilation {k:g}×" + (", devices CPU-capped" if capped else "") if k > 1 else "no dilation"
+    if not bound:
+        return f"host: no round host-bound ({how})"
+    return (f"[yellow]host-bound[/]: {len(bound)} of {len(hosted)} rounds ({', '.join(map(str, bound))}) — the host "
+            f"held ≥ 5 % of the round ({how}); rerun with --dilation auto (docs/emulate.md)")
+
+
+def privacy_caption(rounds: Sequence[RoundRecord]) -> str | None:
+    """What the ε column means: its sampling, adjacency and δ (an ε without them promises nothing)."""
+    p = next((r.privacy for r in rounds if r.privacy is not None and r.epsilon is not None), None)
+    if p is None:
+        return None
+    parts = [f"sampling {p.sampling}" if p.sampling else None, f"{p.adjacency} adjacency" if p.adjacency else None,
+             f"δ = {p.delta:g}" if p.delta is not None else None]
+    return "ε: " + ", ".join(x for x in parts if x) + " (docs/privacy.md)"
+
+
 def rounds_table(rounds: Sequence[RoundRecord], title: str) -> Table:
-    t = new_table(title, ("round", "clients", "round time", "comm", "compute", "up total", "down total", "loss",
-                          "accuracy", "ε"))
+    host = any(r.host is not None for r in rounds)
+    cols = ["round", "clients", "round time", "comm", "comm time", "compute", "framework", "up total", "down total",
+            "loss", "accuracy", "ε"] + (["host"] if host else [])
+    t = new_table(title, cols)
     for r in rounds:
         t.add_row(str(r.round), str(r.num_clients), fmt_s(r.round_time_s), fmt_frac(r.comm_fraction, r.bandwidth_bound),
-                  fmt_s(r.compute_time_s), fmt_bytes(r.bytes_up_total), fmt_bytes(r.bytes_down_total),
+                  fmt_s(r.comm_time_s), fmt_s(r.compute_time_s), fmt_s(r.framework_time_s),
+                  fmt_bytes(r.bytes_up_total), fmt_bytes(r.bytes_down_total),
                   "-" if r.loss is None else f"{r.loss:.4f}", "-" if r.accuracy is None else f"{100 * r.accuracy:.1f} %",
-                  "-" if r.epsilon is None else f"{r.epsilon:.3f}")
+                  "-" if r.epsilon is None else f"{r.epsilon:.3f}", *([fmt_host(r)] if host else []))
+    captions = [c for c in (privacy_caption(rounds), HOST_CAPTION if host else None) if c]
+    if captions:
+        t.caption = "\n".join(captions)
     return t
 
 

@@ -48,16 +48,6 @@ def render_sweep(console: Console, param: str, rows: Sequence["SweepPoint"]) -> 
     console.print(t)
 
 
-def render_allreduce(console: Console, rows: Sequence) -> None:
-    t = tables.new_table("AllReduce, α-β model (nccl-tests columns; GB = 10^9 B)",
-                         ["size (B)", "ranks", "fabric", "algorithm", "time (us)", "algbw (GB/s)", "busbw (GB/s)"],
-                         left=("fabric", "algorithm"))
-    for r in rows:
-        t.add_row(f"{r.size_bytes:,.0f}", str(r.ranks), r.fabric, r.algorithm, f"{r.time_s * 1e6:,.1f}",
-                  f"{r.algbw_gbps:.2f}", f"{r.busbw_gbps:.2f}")
-    console.print(t)
-
-
 def render_run(console: Console, cfg: "ExperimentConfig", result: "RunResult") -> None:
     console.print(f"[bold]{cfg.name}[/] · engine {cfg.engine} · model {cfg.model.name} · "
                   f"{cfg.clients.per_round}/{cfg.clients.total} clients per round")
@@ -104,13 +94,18 @@ def render_comparison(console: Console, summaries: Sequence) -> None:
 
 
 def _render(console: Console, clients, rounds, engine: str) -> None:
-    clock = "wall clock" if engine == "emulate" else "network clock"
+    clock = "network clock"
+    if engine == "emulate":
+        k = next((r.host.dilation for r in rounds if r.host is not None), 1.0)
+        clock = f"emulated clock, dilation {k:g}×" if k > 1 else "wall clock"
     console.print(tables.rounds_table(rounds, f"Rounds ({clock})"))
+    if (line := tables.host_summary(rounds)) is not None:
+        console.print(line)
     console.print(tables.by_profile_table(clients, "Per client and round, by link profile (means)"))
 
 
 def render_catalogs(console: Console) -> None:
-    from fedbw.catalog import DEVICE_PROFILES, FABRICS, LINK_PROFILES
+    from fedbw.catalog import DEVICE_PROFILES, FABRICS, LINK_PROFILES, NO_SERVER_LINK, SERVER_LINKS
 
     console.print(tables.catalog_table(
         "Link profiles (line rates; TCP payload ≈ 95.6 % of them)",
@@ -118,14 +113,18 @@ def render_catalogs(console: Console) -> None:
         [[p.name, f"{p.up_mbps:g}", f"{p.down_mbps:g}", f"{p.rtt_ms:g}", f"{p.jitter_ms:g}", p.description]
          for p in LINK_PROFILES.values()]))
     console.print(tables.catalog_table(
+        f"Server links (`server.link`; \"{NO_SERVER_LINK}\" = the server's link never limits)",
+        ["name", "up Mbps", "down Mbps", "description"],
+        [[s.name, f"{s.up_mbps:g}", f"{s.down_mbps:g}", s.description] for s in SERVER_LINKS.values()]))
+    console.print(tables.catalog_table(
         "Data-center fabrics (AllReduce bus bandwidth as nccl-tests reports it)",
         ["name", "line GB/s", "busbw GB/s", "α µs", "scope", "description"],
         [[f.name, f"{f.line_rate_gbps:g}", f"{f.busbw_gbps:g}", f"{f.alpha_us:g}", f.scope, f.description]
          for f in FABRICS.values()]))
     console.print(tables.catalog_table(
-        "Client device profiles (sustained training throughput)",
-        ["name", "TFLOP/s", "description"],
-        [[d.name, f"{d.effective_tflops:g}", d.description] for d in DEVICE_PROFILES.values()]))
+        "Client device profiles (sustained training throughput; CPU speed for Flower's own work)",
+        ["name", "TFLOP/s", "cpu_speed", "description"],
+        [[d.name, f"{d.effective_tflops:g}", f"{d.cpu_speed:g}", d.description] for d in DEVICE_PROFILES.values()]))
     console.print("Sources for every figure: docs/catalog.md")
 
 

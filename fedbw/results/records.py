@@ -22,6 +22,7 @@ from pydantic.dataclasses import dataclass as validated
 
 from fedbw.errors import ConfigError
 from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
+from fedbw.results.host_record import HostRound
 from fedbw.results.privacy_record import PrivacyRound
 
 SCHEMA = "fedbw.records"
@@ -41,6 +42,8 @@ class StageRecord:
     t_compute_s: float
     t_up_s: float
     t_framework_s: float = 0.0  #: Flower's own time (polling, process start-up, serialisation)
+    #: emulate only: time of this stage the host, not the link, held (link idle mid-message, slow start)
+    t_host_s: float | None = None
 
     @property
     def t_total_s(self) -> float:
@@ -117,8 +120,9 @@ class RoundRecord:
     kind: Literal["round"] = "round"
     extra: dict[str, Any] = field(default_factory=dict)
     privacy: PrivacyRound | None = None  #: ε's sampling, adjacency and δ; SecAgg+ clipping and wrapping
+    host: HostRound | None = None  #: emulate only: the host's share of the round (host-bound rounds)
 
-    DERIVED = ("comm_fraction", "bandwidth_bound")
+    DERIVED = ("comm_fraction", "bandwidth_bound", "host_bound")
 
     @property
     def comm_fraction(self) -> float:
@@ -127,6 +131,11 @@ class RoundRecord:
     @property
     def bandwidth_bound(self) -> bool:
         return self.comm_fraction > BANDWIDTH_BOUND_FRACTION
+
+    @property
+    def host_bound(self) -> bool | None:
+        """True when the emulating host held too much of the round (None: no host, a model engine)."""
+        return None if self.host is None else self.host.bound
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

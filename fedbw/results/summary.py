@@ -24,6 +24,9 @@ class RunSummary:
     final_epsilon: float | None
     per_profile_client_time_s: dict[str, float]
     per_profile_up_s: dict[str, float]
+    #: what final_epsilon means: its sampling, adjacency and δ (None without DP)
+    epsilon_context: dict[str, object] | None = None
+    host_bound_rounds: list[int] | None = None  #: emulate: rounds the host, not the links, held
 
 
 def summarize(run_name: str, clients: list[ClientRoundRecord], rounds: list[RoundRecord]) -> RunSummary:
@@ -47,7 +50,17 @@ def summarize(run_name: str, clients: list[ClientRoundRecord], rounds: list[Roun
         final_epsilon=eps[-1] if eps else None,
         per_profile_client_time_s={k: mean(v) for k, v in sorted(profile_times.items())},
         per_profile_up_s={k: mean(v) for k, v in sorted(profile_up.items())},
+        epsilon_context=_epsilon_context(rounds),
+        host_bound_rounds=[r.round for r in rounds if r.host_bound] if any(r.host for r in rounds) else None,
     )
+
+
+def _epsilon_context(rounds: list[RoundRecord]) -> dict[str, object] | None:
+    last = next((r for r in reversed(rounds) if r.epsilon is not None and r.privacy is not None), None)
+    if last is None or last.privacy is None:
+        return None
+    p = last.privacy
+    return {"sampling": p.sampling, "adjacency": p.adjacency, "delta": p.delta}
 
 
 def summarize_run_dir(run_dir: Path) -> RunSummary:

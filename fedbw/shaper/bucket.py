@@ -142,6 +142,11 @@ class TokenBucket:
         """Clock time at which every byte booked so far has been serialized."""
         return self._t_free
 
+    def hold(self, t_s: float) -> None:
+        """Nothing more is serialized before ``t_s`` (a booking that also waited for a shared link)."""
+        if t_s > self._t_free:
+            self._t_free = t_s
+
     def reserve(self, n_bytes: float, *, continuing: bool = False, demand_s: float | None = None) -> float:
         """Book ``n_bytes``; return the clock time at which they are through the link.
 

@@ -11,7 +11,7 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from fedbw.shaper.bucket import RateSchedule, TokenBucket
 from fedbw.shaper.errors import ShaperError
 from fedbw.shaper.scheduler import LinkScheduler
-from fedbw.shaper.stages import DEFAULT_QUANTUM_S, DelayStage, PerfTimer, RateStage
+from fedbw.shaper.stages import DEFAULT_QUANTUM_S, DelayStage, PerfTimer, RateStage, SharedLink
 
 Trace = tuple[tuple[float, float], ...]
 
@@ -145,6 +145,44 @@ class LinkSpec:
     def rate_mbps(self, direction: str) -> float:
         return self.up_mbps if direction == "up" else self.down_mbps
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values (``null`` for an unshaped ``inf`` rate): for the ledger header and for
+        handing a link to a shaper process."""
+        d: dict[str, Any] = dict(self.__dict__)
+        for key in ("up_mbps", "down_mbps"):
+            if d[key] == math.inf:
+                d[key] = None  # JSON has no inf; null = unshaped
+        d["up_trace"] = [list(step) for step in self.up_trace]
+        d["down_trace"] = [list(step) for step in self.down_trace]
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LinkSpec:
+        """The inverse of :meth:`to_dict` (validated like any LinkSpec)."""
+        d = dict(data)
+        for key in ("up_mbps", "down_mbps"):
+            if key in d and d[key] is None:
+                d[key] = math.inf
+        for key in ("up_trace", "down_trace"):
+            d[key] = tuple(tuple(step) for step in d.get(key, ()))
+        try:
+            return cls(**d)
+        except TypeError as exc:
+            raise ShaperError(f"not a link description: {exc}") from None
+
+    def dilated(self, factor: float) -> LinkSpec:
+        """This link as it runs under time dilation by ``factor`` (every emulated second lasts
+        ``factor`` real ones): rates ÷ factor, latencies, jitter and trace times × factor."""
+        k = float(factor)
+        if not k >= 1.0 or math.isinf(k):
+            raise ShaperError(f"a dilation factor must be a finite number >= 1, got {factor!r}")
+        return LinkSpec(
+            up_mbps=self.up_mbps / k, down_mbps=self.down_mbps / k,
+            latency_up_ms=self.latency_up_ms * k, latency_down_ms=self.latency_down_ms * k,
+            jitter_up_ms=self.jitter_up_ms * k, jitter_down_ms=self.jitter_down_ms * k,
+            up_trace=tuple((t * k, r / k) for t, r in self.up_trace),
+            down_trace=tuple((t * k, r / k) for t, r in self.down_trace), seed=self.seed)
+
     def trace(self, direction: str) -> Trace:
         return self.up_trace if direction == "up" else self.down_trace
 
@@ -190,6 +228,19 @@ class ClientRoute:
         if not isinstance(self.link, LinkSpec):
             raise ShaperError(f"ClientRoute.link must be a LinkSpec, got {type(self.link).__name__}")
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"client_id": self.client_id, "listen_host": self.listen_host, "listen_port": self.listen_port,
+                "upstream_host": self.upstream_host, "upstream_port": self.upstream_port,
+                "link": self.link.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClientRoute:
+        try:
+            return cls(data["client_id"], data["listen_host"], data["listen_port"], data["upstream_host"],
+                       data["upstream_port"], LinkSpec.from_dict(data["link"]))
+        except KeyError as exc:
+            raise ShaperError(f"a client route needs {exc.args[0]!r}") from None
+
 
 class LinkDirection:
     """Runtime of one direction of one client's link: its stages and their scheduler.
@@ -210,15 +261,16 @@ class LinkDirection:
         quantum_s: float,
         burst_bytes: float,
         clock: Callable[[], float],
+        shared: SharedLink | None = None,
     ) -> None:
         self.direction = direction
         base = spec.rate_mbps(direction)
         steps = [(t0_s + t_s, mbps_to_bytes_per_s(mbps)) for t_s, mbps in spec.trace(direction)]
         self.rate: RateStage | None = None
-        if steps or base != math.inf:
+        if steps or base != math.inf or shared is not None:
             schedule = RateSchedule(mbps_to_bytes_per_s(base), steps)
             bucket = TokenBucket(schedule, burst_bytes=burst_bytes, clock=clock, start_s=t0_s)
-            self.rate = RateStage(bucket, quantum_s=quantum_s)
+            self.rate = RateStage(bucket, quantum_s=quantum_s, shared=shared)
         latency_s = spec.latency_ms(direction) / 1e3
         jitter_s = spec.jitter_ms(direction) / 1e3
         self.delay: DelayStage | None = None
@@ -252,12 +304,14 @@ class Link:
         quantum_s: float = DEFAULT_QUANTUM_S,
         burst_bytes: float = 0.0,
         clock: Callable[[], float] = time.perf_counter,
+        shared: Mapping[str, SharedLink] | None = None,
     ) -> None:
         self.client_id = client_id
         self.spec = spec
         kw = dict(t0_s=t0_s, loop=loop, quantum_s=quantum_s, burst_bytes=burst_bytes, clock=clock)
-        self.up = LinkDirection(client_id, spec, "up", **kw)
-        self.down = LinkDirection(client_id, spec, "down", **kw)
+        shared = shared or {}
+        self.up = LinkDirection(client_id, spec, "up", shared=shared.get("up"), **kw)
+        self.down = LinkDirection(client_id, spec, "down", shared=shared.get("down"), **kw)
 
     def close(self) -> None:
         self.up.close()

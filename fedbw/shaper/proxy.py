@@ -21,10 +21,11 @@ from typing import Any
 from fedbw.shaper.connection import ClientSide, Connection, ShapedClient
 from fedbw.shaper.errors import ShaperError
 from fedbw.shaper.ledger import Ledger
-from fedbw.shaper.link import ClientRoute, Link
+from fedbw.shaper.bucket import RateSchedule, TokenBucket
+from fedbw.shaper.link import DIRECTIONS, ClientRoute, Link, LinkSpec, mbps_to_bytes_per_s
 from fedbw.shaper.sockets import (DEFAULT_SOCK_BUF_BYTES, bind, cap_buffers, is_loopback_host, peer_is_local,
                                   probe_upstream, resolve, set_nodelay)
-from fedbw.shaper.stages import DEFAULT_QUANTUM_S
+from fedbw.shaper.stages import DEFAULT_QUANTUM_S, SharedLink
 
 log = logging.getLogger("fedbw.shaper")
 
@@ -44,7 +45,9 @@ class Shaper:
     ``burst_bytes`` is the credit an idle link may build up (0 = every byte pays its serialization
     time). Listening on a non-loopback address needs ``allow_non_loopback=True``. With
     ``check_upstream`` start() first connects once to each upstream and fails with a clear
-    :class:`ShaperError` if one is not there.
+    :class:`ShaperError` if one is not there. ``shared_link`` is the upstream's own link: its
+    ``up_mbps`` is shared by every client's uploads, its ``down_mbps`` by every client's downloads
+    (payload Mbps, max-min fair between clients), on top of each client's own link.
     """
 
     def __init__(
@@ -59,6 +62,7 @@ class Shaper:
         burst_bytes: int = 0,
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
         check_upstream: bool = False,
+        shared_link: LinkSpec | None = None,
     ) -> None:
         routes = list(routes)
         if not routes:
@@ -98,6 +102,9 @@ class Shaper:
         self.burst_bytes = burst_bytes
         self.connect_timeout_s = float(connect_timeout_s)
         self.check_upstream = check_upstream
+        if shared_link is not None and not isinstance(shared_link, LinkSpec):
+            raise ShaperError(f"shared_link must be a LinkSpec, got {type(shared_link).__name__}")
+        self.shared_link = shared_link
         self.allow_non_loopback = allow_non_loopback
         self.ledger = Ledger([r.client_id for r in routes], path=ledger_path)
         self.ports: dict[str, int] = {}
@@ -128,9 +135,10 @@ class Shaper:
                                          timeout_s=min(self.connect_timeout_s, 2.0))
                 resolved.append((route, addrs))
             self.t0_s = time.perf_counter()
+            shared = self._shared_buckets()
             for route, addrs in resolved:
                 link = Link(route.client_id, route.link, t0_s=self.t0_s, loop=self.loop,
-                            quantum_s=self.quantum_s, burst_bytes=self.burst_bytes)
+                            quantum_s=self.quantum_s, burst_bytes=self.burst_bytes, shared=shared)
                 self.clients[route.client_id] = ShapedClient(route, link, self.ledger.clients[route.client_id], addrs)
             self.accepting = True
             for client in self.clients.values():
@@ -142,8 +150,9 @@ class Shaper:
         self.ledger.open_file({
             "clients": {cid: {"listen": f"{c.route.listen_host}:{self.ports[cid]}",
                               "upstream": f"{c.route.upstream_host}:{c.route.upstream_port}",
-                              "link": _spec_dict(c.route.link)}
+                              "link": c.route.link.to_dict()}
                         for cid, c in self.clients.items()},
+            "shared_link": None if self.shared_link is None else self.shared_link.to_dict(),
         })
         self._state = "running"
 
@@ -183,6 +192,14 @@ class Shaper:
         return len(self.connections)
 
     # -- internals -------------------------------------------------------------------------------
+    def _shared_buckets(self) -> dict[str, SharedLink]:
+        """One bucket per direction of the upstream's own link, booked by every client's quanta."""
+        if self.shared_link is None:
+            return {}
+        return {d: SharedLink(TokenBucket(RateSchedule(mbps_to_bytes_per_s(self.shared_link.rate_mbps(d))),
+                                          start_s=self.t0_s))
+                for d in DIRECTIONS if self.shared_link.rate_mbps(d) != math.inf}
+
     async def _listen(self, client: ShapedClient) -> None:
         route = client.route
         sock = bind(route.listen_host, route.listen_port, self.sock_buf_bytes)
@@ -264,14 +281,6 @@ class Shaper:
                 raise
         assert last_exc is not None
         raise last_exc
-
-
-def _spec_dict(spec: Any) -> dict[str, Any]:
-    d = dict(spec.__dict__)
-    for key in ("up_mbps", "down_mbps"):
-        if d[key] == math.inf:
-            d[key] = None  # JSON has no inf; null = unshaped
-    return d
 
 
 __all__ = ["DEFAULT_SOCK_BUF_BYTES", "Shaper", "is_loopback_host", "probe_upstream"]

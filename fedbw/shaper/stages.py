@@ -76,6 +76,31 @@ class PerfTimer:
             self.lead_s = max(0.0, self.lead_s - self.STEP_S)
 
 
+class SharedLink:
+    """A link every client's same direction also books on: the upstream's (the server's) own NIC.
+
+    Clients take turns on it, one quantum each (a client books its next quantum only when its last is
+    through both its own link and this one). Equal turns share bytes fairly only if the turns are the
+    same size, so a client's quantum is capped at the fair share's: the link's rate over the clients
+    that booked within ``window_s``, times the quantum time. A client whose own link is slower than
+    that books smaller or less often and keeps its own rate; the others split what is left — max-min
+    fairness, as competing TCP flows reach on average.
+    """
+
+    __slots__ = ("bucket", "window_s", "_last")
+
+    def __init__(self, bucket: TokenBucket, window_s: float = 0.05) -> None:
+        self.bucket = bucket
+        self.window_s = window_s
+        self._last: dict[int, float] = {}
+
+    def fair_quantum(self, key: int, now_s: float, quantum_s: float) -> float:
+        """The most bytes client ``key`` may book in one turn now (and note that it is active)."""
+        self._last[key] = now_s
+        active = sum(1 for t in self._last.values() if now_s - t <= self.window_s)
+        return self.bucket.schedule.rate_at(now_s) * quantum_s / max(1, active)
+
+
 class Flow(Protocol):
     """What the rate stage needs from one direction of one connection."""
 
@@ -101,7 +126,7 @@ class RateStage:
     """
 
     __slots__ = ("_bucket", "_schedule", "_quantum_s", "_min_q", "_max_q", "_const_q", "_ring", "_continuous",
-                 "_demand_s")
+                 "_demand_s", "_shared")
 
     def __init__(
         self,
@@ -110,8 +135,10 @@ class RateStage:
         quantum_s: float = DEFAULT_QUANTUM_S,
         min_quantum_bytes: int = MIN_QUANTUM_BYTES,
         max_quantum_bytes: int = MAX_QUANTUM_BYTES,
+        shared: SharedLink | None = None,
     ) -> None:
         self._bucket = bucket
+        self._shared = shared  #: the server's own link, booked by every client's same direction too
         self._schedule = bucket.schedule
         self._quantum_s = quantum_s
         self._min_q = min_quantum_bytes
@@ -174,6 +201,11 @@ class RateStage:
             self._demand_s = None
             return None
         n = self._const_q or self._quantum_at(now_s)
+        shared = self._shared
+        if shared is not None:
+            fair = shared.fair_quantum(id(self), now_s, self._quantum_s)
+            if fair < n:
+                n = max(self._min_q, int(fair))
         pending = flow.pending_bytes
         if pending < n:
             n = pending
@@ -182,6 +214,11 @@ class RateStage:
         else:
             t_ready = bucket.reserve(n, demand_s=self._demand_s)
             self._demand_s = None
+        if shared is not None:
+            t_shared = shared.bucket.reserve(n, demand_s=now_s)
+            if t_shared > t_ready:
+                t_ready = t_shared
+                bucket.hold(t_ready)
         flow.in_ring = False  # the caller takes the bytes, then calls requeue()
         return flow, n, t_ready
 

@@ -29,6 +29,12 @@ class StudyRow:
     accuracy: float | None  #: after the last round
     loss: float | None
     uplink_ratio: float | None = None  #: bytes up per client / the baseline variant's
+    framework_time_s: float = 0.0  #: Flower's own time in the round (polls, process starts, server work)
+    epsilon_delta: float | None = None  #: the δ ε is stated at
+    epsilon_sampling: str | None = None  #: the sampling ε was accounted for: "fixed" | "poisson" | "none" (local)
+    epsilon_adjacency: str | None = None  #: "replace-one" | "add/remove"
+    secagg_clipped: int | None = None  #: values SecAgg+ clipped, summed over the run's rounds (None: not measured)
+    secagg_wrapped: int | None = None  #: values of SecAgg+ sums that wrapped, summed over the rounds
 
 
 @dataclass

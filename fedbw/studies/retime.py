@@ -2,7 +2,8 @@
 
 Bytes and compute do not depend on the link (the virtual clock only lays them on it), so one run per
 variant answers every profile: each round's measured exchanges (simulate: the event log; estimate: the
-plan's predicted sizes) go through :func:`fedbw.netmodel.round_timeline` again on the profile's link.
+plan's predicted sizes) go through :func:`fedbw.netmodel.round_timeline` again on the profile's link —
+with the server's link and Flower's deployment costs when the study's config models them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedbw.engines.measured import RoundAssembler, client_compute_s, measured_exchanges, read_events
-from fedbw.netmodel import ClientLink, MessageSizes, round_timeline
+from fedbw.netmodel import ClientLink, DeploymentClock, MessageSizes, round_timeline
 from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan
 
@@ -32,10 +33,17 @@ class RoundTraffic:
         return sum(ups) / len(ups), sum(downs) / len(downs)
 
 
-def retime(traffic: RoundTraffic, link: ClientLink) -> RoundTimeline:
-    """The round's timeline with every one of its clients on ``link`` (same bytes, same compute)."""
+def retime(traffic: RoundTraffic, link: ClientLink, plan: Plan | None = None,
+           clock: DeploymentClock | None = None) -> RoundTimeline:
+    """The round's timeline with every one of its clients on ``link`` (same bytes, same compute).
+
+    With ``plan`` the round is laid out as the plan's engines lay it: the server's shared link, each
+    client's CPU and, on ``clock`` (one per re-timed run, carried from round to round), Flower's
+    deployment costs."""
     rows = [(cid, link, traffic.compute_s.get(cid, 0.0)) for cid in traffic.clients]
-    return round_timeline(rows, lambda cid: traffic.exchanges[cid])
+    if plan is None:
+        return round_timeline(rows, lambda cid: traffic.exchanges[cid])
+    return round_timeline(rows, lambda cid: traffic.exchanges[cid], deployment=clock, **plan.timeline_options())
 
 
 def traffic_from_events(events: list[dict]) -> list[RoundTraffic]:

@@ -24,18 +24,41 @@ def new_study_dir(output_dir: str, name: str) -> Path:
     return fresh_stamped_dir(Path(output_dir), name)
 
 
+def privacy_columns(run: RunResult) -> dict[str, object]:
+    """ε's sampling, adjacency and δ (from the records, else the plan: they follow from the config) and
+    SecAgg+'s clipped and wrapped counts summed over the rounds (only runs measure them)."""
+    from fedbw.privacy.rounds import planned_privacy_round
+
+    records = [r.privacy for r in run.rounds if r.privacy is not None]
+    context = records[-1] if records else (planned_privacy_round(run.plan, 1) if run.plan is not None else None)
+    out: dict[str, object] = {}
+    if context is not None and context.delta is not None:
+        out.update(epsilon_delta=context.delta, epsilon_sampling=context.sampling,
+                   epsilon_adjacency=context.adjacency)
+    for key in ("secagg_clipped", "secagg_wrapped"):
+        counts = [getattr(p, key) for p in records if getattr(p, key) is not None]
+        if counts:
+            out[key] = sum(counts)
+    return out
+
+
 def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str], run: RunResult) -> list[StudyRow]:
     """Re-time every round of one variant on each profile and average its steady-state rounds."""
+    traffic = [t for t in traffic if t.clients]  # a Poisson round may sample nobody: nothing to re-time
     if not traffic:
         raise RunError(f"variant {variant}: the run finished no round, so there is nothing to re-time")
     steady = [t for t in traffic if t.round >= 2] or traffic
     last = run.rounds[-1] if run.rounds else None
+    privacy = privacy_columns(run)
     ups, downs = zip(*(t.bytes_per_client() for t in steady))
     rows = []
     for profile in profiles:
         link = profile_link(profile).model()
-        first = retime(traffic[0], link)
-        tls = [retime(t, link) for t in steady]
+        # one clock per re-timed run (poll grids carry over rounds); no plan: the links alone
+        clock = run.plan.deployment_clock() if run.plan is not None else None
+        timed = [(t, retime(t, link, run.plan, clock)) for t in traffic]
+        first = timed[0][1]
+        tls = [tl for t, tl in timed if t in steady]
         total = sum(tl.round_time_s for tl in tls)
         comm = sum(tl.comm_time_s for tl in tls)
         frac = comm / total if total > 0 else 0.0
@@ -43,10 +66,11 @@ def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str],
             variant=variant, profile=profile, rounds=len(traffic), steady_rounds=[t.round for t in steady],
             bytes_up_per_client=sum(ups) / len(ups), bytes_down_per_client=sum(downs) / len(downs),
             round1_time_s=first.round_time_s, round_time_s=total / len(tls), comm_time_s=comm / len(tls),
-            compute_time_s=sum(tl.compute_time_s for tl in tls) / len(tls), comm_fraction=frac,
+            compute_time_s=sum(tl.compute_time_s for tl in tls) / len(tls),
+            framework_time_s=sum(tl.framework_time_s for tl in tls) / len(tls), comm_fraction=frac,
             bandwidth_bound=frac > BANDWIDTH_BOUND_FRACTION,
             epsilon=None if last is None else last.epsilon, accuracy=None if last is None else last.accuracy,
-            loss=None if last is None else last.loss))
+            loss=None if last is None else last.loss, **privacy))
     return rows
 
 

@@ -19,7 +19,8 @@ def test_estimate_run_writes_one_record_per_client_and_round():
 
 
 def test_resnet50_home30_round_by_hand():
-    rep = estimate_report(None, model="resnet50", profiles=["home-30"], fabrics=["ib-ndr400"], ranks=8)
+    rep = estimate_report(None, model="resnet50", profiles=["home-30"], fabrics=["ib-ndr400"], ranks=8,
+                          overrides=['framework="none"'])
     (p,) = rep.profiles
     payload_up = 30e6 * 1448 / 1514
     # upload ≈ 102.2 MB float32 at the 30 Mbps line's TCP payload rate, plus half the 25 ms RTT

@@ -71,7 +71,7 @@ def test_measure_mod_attaches_compute_and_timestamps():
         return _reply_to(m, RecordDict({"r": MetricRecord({"a": 1})}))
 
     reply = measure_mod(msg, ctx, app)
-    rec = dict(reply.content.metric_records[MEASURE_RECORD])
+    rec = dict(reply.content.config_records[MEASURE_RECORD])  # a ConfigRecord: strategies count MetricRecords
     assert rec["compute_s"] == 0.25 and rec["num_examples"] == 10 and rec["train_loss"] == 1.5
     assert rec["t_reply"] >= rec["t_recv"]
     assert "fedbw.compute" not in ctx.state.metric_records  # consumed, not left for the next message
@@ -97,7 +97,8 @@ class _FakeGrid:
         for mid in list(ids):
             m = self.pushed.pop(mid, None)
             if m is not None:
-                content = RecordDict({MEASURE_RECORD: MetricRecord({"compute_s": 0.5, "num_examples": 7})})
+                content = RecordDict({MEASURE_RECORD: ConfigRecord({"compute_s": 0.5, "num_examples": 7}),
+                                      "metrics": MetricRecord({"app": 1.0})})
                 reply = Message(content, reply_to=m)
                 reply.metadata.__dict__["_src_node_id"] = m.metadata.dst_node_id
                 out.append(reply)
@@ -125,6 +126,22 @@ def test_measuring_grid_logs_one_event_per_reply(tmp_path):
         assert abs(e["bytes_down"] - expected_down) <= 2 and e["bytes_up"] > 0
         assert e["compute_s"] == 0.5 and e["num_examples"] == 7 and e["t_replied"] >= e["t_sent"]
     assert sorted(seen) == [(3, 0, "fit"), (3, 1, "fit")]
+    # fedbw's record travelled (counted in bytes_up) but the app gets its reply without it
+    assert all(MEASURE_RECORD not in r.content and "metrics" in r.content for r in replies)
+
+
+def test_measure_mod_answers_the_warm_up_itself_and_measures_evaluate_too():
+    from fedbw.fl.measure import WARMUP_TYPE
+
+    ctx = Context(run_id=1, node_id=1, node_config={"partition-id": 4}, state=RecordDict(), run_config={})
+    warm = Message(RecordDict(), dst_node_id=1, message_type=WARMUP_TYPE)
+    warm.metadata.__dict__["_message_id"] = "w1"
+    reply = measure_mod(warm, ctx, lambda m, c: pytest.fail("the app saw the warm-up"))
+    assert reply.content.config_records[MEASURE_RECORD]["partition_id"] == 4
+    ev = Message(RecordDict({"config": ConfigRecord({"server-round": 2})}), dst_node_id=1, message_type="evaluate")
+    out = measure_mod(ev, ctx, lambda m, c: _reply_to(m, RecordDict({"metrics": MetricRecord({"loss": 1.0})})))
+    rec = out.content.config_records[MEASURE_RECORD]
+    assert rec["t_app_s"] >= 0 and "compute_s" not in rec  # the app reported no training time
 
 
 def test_measuring_grid_does_not_log_outside_rounds(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 BASE: dict[str, Any] = {
+    "framework": "none", "server": {"link": "none"},  # the links-only model the files pinned
     "seed": 7, "model": {"name": "small-cnn"}, "data": {"dataset": "synthetic"},
     "clients": {"total": 6, "per_round": 3, "compute": "synthetic", "device_profile": "laptop-cpu"},
     "training": {"rounds": 3, "local_epochs": 2, "batch_size": 16},

@@ -1,4 +1,4 @@
-"""ε accounting: published reference vectors and the per-round budget API."""
+"""ε accounting: published reference vectors, dp-accounting computed directly, and the per-round budget API."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 from fedbw.config import config_from_dict
 from fedbw.errors import ConfigError
 from fedbw.privacy.accounting import (
+    CentralDp,
     PrivacyAccountant,
+    central_epsilon,
     accountant_from_config,
     epsilon_schedule,
     plan_budget,
@@ -36,8 +38,68 @@ def test_scaled_one_step_rdp_equals_dp_accountings_own_composition(sigma, q, ste
     assert rdp_gaussian_epsilon(sigma, steps, 1e-5, sample_rate=q) == acc.get_epsilon(1e-5)
 
 
+def _direct(event, relation, steps, delta=1e-5):
+    """dp-accounting's own accountant, composing the event ``steps`` times."""
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=relation)
+    acc.compose(event, steps)
+    return acc.get_epsilon(delta)
+
+
+#: (population, per_round, z, rounds): cross-device-ish, the privacy-overhead study, tiny, near-full.
+REFERENCE = [(1000, 50, 1.0, 30), (6, 5, 1.0, 3), (10, 5, 1.1, 3), (100, 99, 2.0, 5), (10_000, 100, 0.8, 200)]
+
+
+@pytest.mark.parametrize("population, per_round, z, rounds", REFERENCE)
+def test_fixed_sampling_is_dp_accountings_sampled_without_replacement_under_replace_one(population, per_round, z,
+                                                                                      rounds):
+    from dp_accounting import dp_event
+    from dp_accounting.rdp.rdp_privacy_accountant import NeighborRel
+
+    mech = CentralDp("fixed", population, per_round, z)
+    # replace-one moves the mean of per_round clipped updates by 2C / per_round; Flower's noise std is
+    # z·C / per_round: the Gaussian's noise multiplier relative to that sensitivity is z / 2.
+    event = dp_event.SampledWithoutReplacementDpEvent(population, per_round, dp_event.GaussianDpEvent(z / 2))
+    assert central_epsilon(mech, [None] * rounds, 1e-5) == pytest.approx(
+        _direct(event, NeighborRel.REPLACE_ONE, rounds), rel=1e-12)
+
+
+@pytest.mark.parametrize("population, per_round, z, rounds", REFERENCE)
+def test_poisson_sampling_is_dp_accountings_poisson_event_under_add_remove(population, per_round, z, rounds):
+    from dp_accounting import dp_event
+    from dp_accounting.rdp.rdp_privacy_accountant import NeighborRel
+
+    mech = CentralDp("poisson", population, per_round, z)
+    event = dp_event.PoissonSampledDpEvent(per_round / population, dp_event.GaussianDpEvent(z))
+    assert central_epsilon(mech, [None] * rounds, 1e-5) == pytest.approx(
+        _direct(event, NeighborRel.ADD_OR_REMOVE_ONE, rounds), rel=1e-12)
+
+
+def test_fixed_rounds_where_fewer_clients_report_spend_more():
+    mech = CentralDp("fixed", 100, 10, 1.0)
+    full = central_epsilon(mech, [None, None, None], 1e-5)
+    assert central_epsilon(mech, [10, 10, 10], 1e-5) == pytest.approx(full, rel=1e-12)
+    dropped = central_epsilon(mech, [10, 7, 10], 1e-5)  # 3 of 10 lost: the mean of 7 moves by 2C/7
+    assert dropped > full
+    assert mech.effective_noise_multiplier(7) == pytest.approx(1.0 * 7 / 20)
+    assert central_epsilon(mech, [10, 0, 10], 1e-5) == pytest.approx(central_epsilon(mech, [10, 10], 1e-5))
+    pois = CentralDp("poisson", 100, 10, 1.0)  # fixed denominator: the cohort never changes the sensitivity
+    assert pois.effective_noise_multiplier(3) == pois.effective_noise_multiplier(17) == 1.0
+
+
+def test_accountant_composes_the_cohorts_the_server_reports():
+    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp("fixed", 100, 10, 1.0), max_epsilon=50)
+    acc.step(cohort=10)
+    acc.step(cohort=6)
+    mech = acc.central
+    assert acc.epsilon == pytest.approx(central_epsilon(mech, [10, 6], 1e-5))
+    assert acc.next_round_epsilon() == pytest.approx(central_epsilon(mech, [10, 6, 10], 1e-5))
+    assert acc.epsilon > acc.epsilon_after(2)  # more than the plan predicted for two rounds
+
+
 def test_central_accountant_steps_match_the_closed_count():
-    acc = PrivacyAccountant(mode="central", delta=1e-5, noise_multiplier=1.5, sample_rate=0.04)
+    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp("poisson", 2500, 100, 1.5))
     assert acc.epsilon_after(2250) == pytest.approx(7.3293, abs=1e-3)
     assert acc.epsilon == 0.0
     steps = [acc.step() for _ in range(3)]
@@ -55,7 +117,7 @@ def test_subsampling_amplifies_and_epsilon_grows_with_rounds():
 
 
 def test_max_epsilon_stops_before_exceeding():
-    acc = PrivacyAccountant(mode="central", delta=1e-5, noise_multiplier=1.0, sample_rate=0.5, max_epsilon=8.0)
+    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp("poisson", 10, 5, 1.0), max_epsilon=8.0)
     ran = 0
     while not acc.next_round_exceeds():
         acc.step()
@@ -102,19 +164,20 @@ def test_local_tracks_the_client_that_released_most():
 
 def test_impossible_settings_raise():
     with pytest.raises(ConfigError, match="noise_multiplier"):
-        PrivacyAccountant(mode="central", delta=1e-5, noise_multiplier=0.0, sample_rate=0.5)
+        PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp("fixed", 10, 5, 0.0))
     with pytest.raises(ConfigError, match="target_delta"):
-        PrivacyAccountant(mode="central", delta=0.0, noise_multiplier=1.0)
+        PrivacyAccountant(mode="central", delta=0.0, central=CentralDp("fixed", 10, 5, 1.0))
 
 
-def _cfg(**dp):
-    return config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5},
+def _cfg(sampling="poisson", **dp):
+    return config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5, "sampling": sampling},
                              "privacy": {"dp": {"enabled": True, **dp}}})
 
 
 def test_from_config_central_and_local():
     acc = accountant_from_config(_cfg(noise_multiplier=1.2))
-    assert acc is not None and acc.mode == "central" and acc.sample_rate == 0.5
+    assert acc is not None and acc.mode == "central" and acc.central == CentralDp("poisson", 10, 5, 1.2)
+    assert accountant_from_config(_cfg("fixed", noise_multiplier=1.2)).central.sampling == "fixed"
     assert accountant_from_config(config_from_dict({"engine": "estimate"})) is None
     loc = accountant_from_config(_cfg(mode="local", local_epsilon=0.5, local_accounting="advanced"))
     assert loc.mode == "local" and loc.local_composition == "advanced"
@@ -132,7 +195,7 @@ def test_config_rejects_impossible_dp():
 
 
 def test_schedule_and_rounds_within_budget():
-    c = config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5},
+    c = config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5, "sampling": "poisson"},
                           "training": {"rounds": 20},
                           "privacy": {"dp": {"enabled": True, "noise_multiplier": 1.0, "max_epsilon": 8.0}}})
     sched = epsilon_schedule(c)
@@ -168,7 +231,8 @@ def test_local_schedule_follows_the_plans_sampling_and_the_worst_case_without_it
 
 
 def test_budget_stop_names_the_round_and_the_epsilon_it_would_reach():
-    c = config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5}, "training": {"rounds": 20},
+    c = config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5, "sampling": "poisson"},
+                          "training": {"rounds": 20},
                           "privacy": {"dp": {"enabled": True, "noise_multiplier": 1.0, "max_epsilon": 8.0}}})
     budget = plan_budget(c)
     sched = epsilon_schedule(c)
@@ -193,3 +257,25 @@ def test_estimate_engine_reports_the_servers_epsilon_and_stops_at_the_same_round
     assert res.rounds[-1].epsilon <= 1.6 < full[plan.rounds]
     free = run_estimate(build_plan(_local(3)), "t")
     assert len(free.rounds) == 3 and free.stopped_early is None and free.rounds[0].epsilon == 0.5
+
+
+@pytest.mark.parametrize("sampling, population, per_round, z, rounds, expected", [
+    ("fixed", 10, 5, 1.0, (1, 3, 10), (10.110, 20.155, 43.555)),
+    ("poisson", 10, 5, 1.0, (1, 3, 10), (3.894, 6.482, 11.544)),
+    ("fixed", 1000, 50, 1.0, (100,), (34.26,)),
+    ("poisson", 1000, 50, 1.0, (100,), (4.04,)),
+    ("fixed", 1000, 50, 2.0, (100,), (6.47,)),
+])
+def test_the_table_in_docs_privacy(sampling, population, per_round, z, rounds, expected):
+    """docs/privacy.md, "Checks": the ε table is these numbers."""
+    mech = CentralDp(sampling, population, per_round, z)
+    got = [central_epsilon(mech, [None] * r, 1e-5) for r in rounds]
+    assert got == pytest.approx(list(expected), abs=5e-3)
+
+
+def test_the_local_rows_of_the_table_in_docs_privacy():
+    rdp = PrivacyAccountant(mode="local", delta=1e-5, local_epsilon=0.5, local_delta=1e-7)
+    basic = PrivacyAccountant(mode="local", delta=1e-5, local_epsilon=0.5, local_delta=1e-7,
+                              local_composition="basic")
+    assert [rdp.epsilon_after(k) for k in (1, 10, 50)] == pytest.approx([0.325, 1.130, 2.744], abs=5e-4)
+    assert [basic.epsilon_after(k) for k in (1, 10, 50)] == pytest.approx([0.5, 5.0, 25.0])

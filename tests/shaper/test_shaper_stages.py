@@ -7,7 +7,7 @@ import random
 import pytest
 
 from fedbw.shaper.bucket import TokenBucket
-from fedbw.shaper.stages import DelayStage, RateStage
+from fedbw.shaper.stages import DelayStage, RateStage, SharedLink
 
 
 class FakeClock:
@@ -125,3 +125,27 @@ def test_delay_stage_jitter_bounds_and_order():
     assert max(dues) > 0.028 and min(dues) < 0.015
     again = DelayStage(0.020, 0.010, random.Random(1))
     assert again.due(0.0, float("-inf")) == DelayStage(0.020, 0.010, random.Random(1)).due(0.0, float("-inf"))
+
+
+def test_a_shared_server_bucket_is_shared_max_min_fairly():
+    """Three clients capped at 8, 8 and 2 MB/s behind a 10 MB/s server link get 4, 4 and 2 MB/s."""
+    clock = FakeClock()
+    shared = SharedLink(TokenBucket(10e6, clock=clock, start_s=0.0))
+    caps = (8e6, 8e6, 2e6)
+    stages = [RateStage(TokenBucket(c, clock=clock, start_s=0.0), quantum_s=0.005, shared=shared) for c in caps]
+    flows = [FakeFlow(f"c{i}", pending=10**12) for i in range(3)]
+    sent = [0, 0, 0]
+    for stage, flow in zip(stages, flows):
+        stage.add(flow, 0.0)
+    while clock.t < 10.0:  # every client books its next quantum once its last is through, as the scheduler does
+        for i, (stage, flow) in enumerate(zip(stages, flows)):
+            grant = stage.next_grant(clock.t)
+            if grant is not None:
+                _, n, _ = grant
+                sent[i] += n
+                stage.requeue(flow)
+        clock.t += 0.0005
+    rates = [s / 10.0 for s in sent]
+    assert rates[2] == pytest.approx(2e6, rel=0.02)  # capped by its own link
+    assert rates[0] == pytest.approx(4e6, rel=0.05) and rates[1] == pytest.approx(4e6, rel=0.05)
+    assert sum(rates) == pytest.approx(10e6, rel=0.02)  # the server link is full

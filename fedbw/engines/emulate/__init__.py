@@ -4,7 +4,7 @@ Split by job:
 
 * :mod:`.federation` — any Flower app on a loopback federation with shaped links, measured
   (:func:`emulate_app`); :mod:`.flower` starts SuperLink and SuperNodes, :mod:`.ports` finds ports,
-  :mod:`.sampler` samples the shaper's ledger, :mod:`.supernode_log` reads the SuperNodes' logs;
+  :mod:`.shaper_process` runs the shaper as its own process and reads its link series, :mod:`.supernode_log` reads the SuperNodes' logs;
 * :mod:`.clients` — plan (or one profile) → emulated clients: shaped links and faults;
 * :mod:`.run` — fedbw's apps from a plan (``fedbw run --engine emulate``), with :mod:`.fedbw_app` (the
   app directory), :mod:`.recorder` (records per round) and :mod:`.attribution` (link, compute and

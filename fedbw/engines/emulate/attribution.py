@@ -26,13 +26,16 @@ Everything but the link and compute is framework time: ``t_framework_s`` of a st
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedbw.netmodel.flower import FRAMEWORK_PARTS
+from fedbw.results.host_record import HostRound
 from fedbw.results.records import ClientRoundRecord, RoundRecord, StageRecord
 
-FRAMEWORK_PARTS = ("supernode_poll_s", "clientapp_start_s", "app_other_s", "reply_pickup_s", "serverapp_poll_s")
+#: Makes a round's host record from its critical-path host time, round time and window.
+HostFactory = Callable[[float, float, float, float], HostRound]
 
 
 @dataclass
@@ -53,6 +56,12 @@ class MessageTimes:
     parts: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     bulk: dict[str, Any] = field(default_factory=dict)  #: payload-only transfers, for the agreement check
+    objects_down: int = 0  #: Flower's objects in the message and the reply (from the apps' events)
+    objects_up: int = 0
+    process_start_s: float | None = None  #: "Received" → the ClientApp process logged its start
+    t_receiving_s: float | None = None  #: the SuperNode's "Receiving" and "Sent successfully" (perf_counter)
+    t_sent_s: float | None = None
+    t_host_s: float | None = None  #: time the host, not the link, held (fedbw.engines.emulate.host)
 
     @property
     def total_s(self) -> float:
@@ -96,33 +105,46 @@ def message_times(event: Mapping[str, Any], measure: Any) -> MessageTimes:
         client_id=measure.client_id, stage=str(event["stage"]), bytes_down=float(down.bytes), bytes_up=float(up.bytes),
         flower_bytes_down=float(event.get("bytes_down") or 0), flower_bytes_up=float(event.get("bytes_up") or 0),
         t_start_s=t_sent, t_end_s=t_replied, t_down_s=down.duration_s, t_compute_s=compute, t_up_s=up.duration_s,
-        parts=parts, error=event.get("error"), bulk=bulk)
+        parts=parts, error=event.get("error"), bulk=bulk, objects_down=int(event.get("objects_down") or 0),
+        objects_up=int(event.get("objects_up") or 0), process_start_s=span.startup_s,
+        t_receiving_s=span.t_receiving_s, t_sent_s=span.t_sent_s)
 
 
-def match_round(events: Sequence[Mapping[str, Any]], measures: Sequence[Any], round_index: int,
-                ) -> list[tuple[Mapping[str, Any], Any | None]]:
-    """Pair each of the round's message events with its SuperNode span: per client, in order."""
+def match_messages(events: Sequence[Mapping[str, Any]], measures: Sequence[Any],
+                   ) -> list[tuple[Mapping[str, Any], Any | None]]:
+    """Pair each message event with the SuperNode span that carried it, by time.
+
+    A client handles one message at a time and gets the next only after the server has its reply, so
+    the span of a client's k-th event is the last one it received after the server had the reply to
+    its (k-1)-th and before the k-th reply (rounds need no group id: apps on Flower's message API
+    send none; warm-up and hello messages fall before the first window's last span).
+    """
     spans_by_client: dict[int, list[Any]] = {}
     for m in measures:
-        if m.round == round_index and m.span.message_type == "train":
-            spans_by_client.setdefault(m.client_id, []).append(m)
+        spans_by_client.setdefault(m.client_id, []).append(m)
     for lst in spans_by_client.values():
-        lst.sort(key=lambda m: m.span.index)
+        lst.sort(key=lambda m: m.span.t_receiving_s)
     out: list[tuple[Mapping[str, Any], Any | None]] = []
-    seen: dict[int, int] = {}
+    last_reply: dict[int, float] = {}
     for ev in sorted(events, key=lambda e: (e["client_id"], e["t_sent"])):
         cid = int(ev["client_id"])
-        k = seen.get(cid, 0)
-        seen[cid] = k + 1
-        lst = spans_by_client.get(cid, [])
-        out.append((ev, lst[k] if k < len(lst) else None))
+        lo, hi = last_reply.get(cid, float("-inf")), float(ev["t_replied"])
+        inside = [m for m in spans_by_client.get(cid, []) if lo < m.span.t_receiving_s <= hi]
+        out.append((ev, inside[-1] if inside else None))
+        last_reply[cid] = hi
     return out
 
 
 def round_records(run_id: str, engine: str, round_index: int, times: Sequence[MessageTimes],
                   profile_of: Mapping[int, str], sampled: Sequence[int], dropped: Sequence[int],
-                  **round_fields: Any) -> tuple[list[ClientRoundRecord], RoundRecord]:
-    """Client and round records on the wall clock: each stage ends when the ServerApp has every reply."""
+                  host: HostFactory | None = None, **round_fields: Any) -> tuple[list[ClientRoundRecord], RoundRecord]:
+    """Client and round records on the emulation's clock: each stage ends when the ServerApp has every reply.
+
+    The round's time is the server's whole round (``wall_time_s``: from configuring it to its end,
+    pushes and aggregation included, as the deployment model counts it) when the apps logged it, else
+    the span from the first push to the last reply. With ``host`` the round gets its host record from
+    the host time of each stage's critical client.
+    """
     stages: list[str] = []
     for t in sorted(times, key=lambda t: t.t_start_s):
         if t.stage not in stages:
@@ -133,13 +155,13 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
         by_client.setdefault(t.client_id, []).append(t)
     for cid in sorted(set(by_client) | set(sampled)):
         rows = sorted(by_client.get(cid, []), key=lambda t: stages.index(t.stage))
-        recs = [StageRecord(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s, t.t_framework_s)
-                for t in rows if t.error is None]
+        recs = [StageRecord(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s, t.t_framework_s,
+                            t_host_s=t.t_host_s) for t in rows if t.error is None]
         is_dropped = cid in dropped or any(t.error for t in rows) or (cid in sampled and len(rows) < len(stages))
         clients.append(ClientRoundRecord(run_id, engine, round_index, cid, profile_of.get(cid, "?"), recs,
                                          dropped=is_dropped))
     stage_times: dict[str, float] = {}
-    comm = compute = 0.0
+    comm = compute = host_lost = 0.0
     framework_parts = dict.fromkeys(FRAMEWORK_PARTS, 0.0)
     for s in stages:
         rows = [t for t in times if t.stage == s and t.error is None]
@@ -150,16 +172,21 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
         crit = max(rows, key=lambda t: t.t_end_s - t.parts.get("serverapp_poll_s", 0.0))
         comm += crit.t_down_s + crit.t_up_s
         compute += crit.t_compute_s
+        host_lost += crit.t_host_s or 0.0
         for k in FRAMEWORK_PARTS:
             framework_parts[k] += crit.parts.get(k, 0.0)
     ok = [t for t in times if t.error is None]
-    round_time = (max(t.t_end_s for t in ok) - min(t.t_start_s for t in ok)) if ok else 0.0
-    extra = {"clock": "wall", "bytes": "wire (shaper ledger)",
+    span = (max(t.t_end_s for t in ok) - min(t.t_start_s for t in ok)) if ok else 0.0
+    wall = round_fields.get("wall_time_s")
+    round_time = max(span, float(wall)) if wall is not None else span
+    extra = {"clock": "wall", "bytes": "wire (shaper ledger)", "messages_span_s": span,
              "flower_bytes_down_total": sum(t.flower_bytes_down for t in ok),
              "flower_bytes_up_total": sum(t.flower_bytes_up for t in ok),
              "framework_parts_s": framework_parts,
              "dropped": sorted(c.client_id for c in clients if c.dropped)}
     extra.update(round_fields.pop("extra", {}) or {})
+    if host is not None and ok:
+        round_fields["host"] = host(host_lost, round_time, min(t.t_start_s for t in ok), max(t.t_end_s for t in ok))
     record = RoundRecord(
         run_id=run_id, engine=engine, round=round_index, num_clients=len(clients), round_time_s=round_time,
         comm_time_s=comm, compute_time_s=compute, framework_time_s=max(0.0, round_time - comm - compute),

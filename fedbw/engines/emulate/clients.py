@@ -50,7 +50,7 @@ def clients_for_plan(plan: Plan) -> list[EmulatedClient]:
         down_trace = flap_trace(down, [(fl.at_s, fl.duration_s) for fl in flaps if fl.direction in ("both", "down")])
         link = pc.access.shaper_spec(seed=plan.config.seed * 100003 + pc.client_id, rate_factor=f,
                                      up_trace=up_trace, down_trace=down_trace)
-        out.append(EmulatedClient(pc.client_id, pc.profile, link))
+        out.append(EmulatedClient(pc.client_id, pc.profile, link, cpu_speed=pc.cpu_speed))
     return out
 
 

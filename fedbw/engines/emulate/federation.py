@@ -1,34 +1,46 @@
 """Any Flower app on a loopback Deployment-Engine federation whose every SuperNode sits behind its own
 shaped link — the measurement under both ``fedbw run --engine emulate`` and ``fedbw emulate --app``.
 
-One SuperLink on loopback, the asyncio shaper with one route per client, one SuperNode per client
-connecting through its route, one ``flwr run``. While the run goes, a sampler records each link's
-byte counters; afterwards each message a SuperNode logged is cut out of those series, so every
-client, round and stage gets measured bytes and transfer durations. Every process started here is
-stopped on success, failure, a child dying and Ctrl-C; the temporary work directory is removed (logs
-are copied out first).
+One SuperLink on loopback, the asyncio shaper (a process of its own) with one route per client, one
+SuperNode per client connecting through its route, one ``flwr run``. While the run goes, the shaper
+samples each link's byte counters into its series file; each message a SuperNode logged is cut out
+of those series, so every client, round and stage gets measured bytes and transfer durations.
+
+Under time dilation by K (:mod:`fedbw.timewarp`) the links run K times slower, Flower's processes
+start with the launcher that stretches its intervals, each device's processes are capped to 1/K of
+a core (times its ``cpu_speed``) when the host allows cgroups, and every stamp is read back on the
+emulated clock. Every process started here is stopped on success, failure, a child dying and
+Ctrl-C; the temporary work directory is removed (logs are copied out first).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import re
 import shutil
 import tempfile
 import threading
 import time
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fedbw.engines.emulate.flower import FlowerDeployment, RunStatus
+from fedbw.engines.emulate.host import HostSample, HostSampler
 from fedbw.engines.emulate.ports import LOOPBACK
-from fedbw.engines.emulate.sampler import LedgerSampler, Transfer
+from fedbw.engines.emulate.shaper_process import ShaperProcess
 from fedbw.engines.emulate.supernode_log import MessageSpan, is_receiving, message_group, parse_supernode_log
+from fedbw.engines.foreign_app import check_app_dir
 from fedbw.errors import ConfigError, RunError
 from fedbw.processes import Child, LogLine, Supervisor
+from fedbw.processes.cpu_cap import CpuCaps, CpuGroup, cgroup_root
+from fedbw.shaper.link import ClientRoute
+from fedbw.shaper.series import LinkSeries, Transfer
+from fedbw.timewarp import Dilation
+from fedbw.timewarp.launcher import env_additions
 
 #: Downlink: activity right before "Receiving" with no pause longer than this belongs to the message.
 HEADER_GAP_S = 1.0
@@ -51,6 +63,7 @@ class EmulatedClient:
     profile: str
     link: Any  #: fedbw.shaper.LinkSpec
     node_config: Mapping[str, Any] = field(default_factory=dict)
+    cpu_speed: float = 1.0  #: the device's speed in cores of this host (its CPU cap under dilation)
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,11 @@ class EmulationResult:
     issues: list[str] = field(default_factory=list)  #: what the ServerApp's log says went wrong
     logs_dir: Path | None = None
     peak_rss_bytes: int | None = None
+    dilation: float = 1.0  #: every emulated second lasted this many real seconds; times are emulated
+    cpu_capped: bool = False  #: each device's processes were capped to its share of a core
+    cpu_note: str | None = None  #: why devices were not capped under dilation
+    host_samples: list[HostSample] = field(default_factory=list)
+    host_cores: int = 1
 
     def for_client(self, cid: int) -> list[MessageMeasure]:
         return [m for m in self.messages if m.client_id == cid]
@@ -142,17 +160,35 @@ class _Dropper:
 
 
 class Live:
-    """What a run has measured so far, for callers that turn rounds into records as they finish."""
+    """What a run has measured so far, for callers that turn rounds into records as they finish.
 
-    def __init__(self, sampler: LedgerSampler, supernodes: Mapping[int, Child]) -> None:
-        self.sampler = sampler
+    Stamps are on the emulation's clock: the SuperNodes' log stamps and the shaper's series are
+    mapped from real time when dilated.
+    """
+
+    def __init__(self, shaper: ShaperProcess, supernodes: Mapping[int, Child], dilation: Dilation,
+                 host: HostSampler) -> None:
+        self.shaper = shaper
         self.supernodes = dict(supernodes)
+        self.dilation = dilation
+        self.host = host
 
-    def measures(self, client_ids: Sequence[int] | None = None) -> list[MessageMeasure]:
+    def series(self) -> LinkSeries:
+        return self.shaper.series()
+
+    def spans(self, cid: int) -> list[MessageSpan]:
+        lines = self.supernodes[cid].snapshot_lines()
+        if self.dilation.active:
+            lines = [LogLine(self.dilation.emulated(ln.t_s), ln.text) for ln in lines]
+        return parse_supernode_log(lines)
+
+    def measures(self, client_ids: Sequence[int] | None = None, series: LinkSeries | None = None,
+                 ) -> list[MessageMeasure]:
+        series = self.series() if series is None else series
         out = []
-        for cid, child in self.supernodes.items():
+        for cid in self.supernodes:
             if client_ids is None or cid in client_ids:
-                out += [_measure(self.sampler, cid, span) for span in parse_supernode_log(child.snapshot_lines())]
+                out += [_measure(series, cid, span) for span in self.spans(cid)]
         return out
 
 
@@ -160,54 +196,51 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 drops: Sequence[DropFault] = (), timeout_s: float | None = 1800.0,
                 logs_to: Path | None = None, tick: Callable[[Live], None] | None = None,
                 superlink_port: int = 0, sample_interval_s: float = 0.005,
-                env_extra: Mapping[str, str] | None = None) -> EmulationResult:
+                env_extra: Mapping[str, str] | None = None, shared_link: Any = None,
+                dilation: float = 1.0, cap_cpu: bool = True) -> EmulationResult:
     """Run the Flower app in ``app_dir`` on a loopback federation whose links are shaped per client.
 
     Returns what was measured; raises RunError (with the failing child's last log lines) if a
     process fails to start or dies, or the run fails. ``logs_to`` receives every log (SuperLink,
-    SuperNodes, ServerApp, shaper ledger) before the work directory is removed.
+    SuperNodes, ServerApp, shaper ledger and series) before the work directory is removed.
+    ``shared_link`` (a shaper LinkSpec) is the server's own link, shared by every client's flows.
+    ``dilation`` K > 1 stretches time (module docstring); ``cap_cpu`` then caps each device (and the
+    server) to its share of a core when cgroups allow. ``timeout_s`` counts emulated seconds.
     """
-    from fedbw.shaper import ClientRoute, ShaperThread
-
     app_dir = Path(app_dir).resolve()
     check_app_dir(app_dir)
     if not clients:
         raise ConfigError("emulate needs at least one client")
+    warp = Dilation.starting_now(dilation)
     workdir = Path(tempfile.mkdtemp(prefix="fedbw-emulate-"))
     dropper = _Dropper(drops)
     result: EmulationResult | None = None
     t0 = time.perf_counter()
     try:
         with contextlib.ExitStack() as stack:
-            shaper_box: list[Any] = []
-            sampler_box: list[LedgerSampler] = []
-
-            def stop_shaper() -> None:  # runs after the supervisor has stopped every process
-                for s in sampler_box:
-                    s.stop()
-                for sh in shaper_box:
-                    sh.stop()
-
-            stack.callback(stop_shaper)
+            caps, groups, note = _cpu_groups(stack, clients, warp, cap_cpu)
             sup = stack.enter_context(Supervisor())
-            dep = FlowerDeployment(sup, workdir, env_extra)
+            env = {**(env_extra or {}), **env_additions(warp)}
+            dep = FlowerDeployment(sup, workdir, env)
             stack.callback(dep.close)
-            sl_port = dep.start_superlink(superlink_port)
-            routes = [ClientRoute(str(c.client_id), LOOPBACK, 0, LOOPBACK, sl_port, c.link) for c in clients]
-            shaper = ShaperThread(routes, ledger_path=workdir / "logs" / "ledger.jsonl").start()
-            shaper_box.append(shaper)
-            sampler = LedgerSampler(shaper.shaper.ledger, sample_interval_s).start()
-            sampler_box.append(sampler)
+            sl_port = dep.start_superlink(superlink_port, cpu_group=groups.get(SERVER))
+            routes = [ClientRoute(str(c.client_id), LOOPBACK, 0, LOOPBACK, sl_port, c.link.dilated(warp.factor))
+                      for c in clients]
+            shaper = ShaperProcess(sup, workdir, routes, env=dict(os.environ), interval_s=sample_interval_s,
+                                   shared_link=None if shared_link is None else shared_link.dilated(warp.factor),
+                                   to_time=warp.emulated if warp.active else None, time_scale=1.0 / warp.factor)
             n = len(clients)
             for c in clients:
                 node_cfg = {"partition-id": c.client_id, "num-partitions": n, **dict(c.node_config)}
                 dep.start_supernode(f"client-{c.client_id}", shaper.ports[str(c.client_id)], node_cfg,
-                                    on_line=dropper.hook(c.client_id))
+                                    on_line=dropper.hook(c.client_id), cpu_group=groups.get(c.client_id))
             dep.wait_supernodes_ready()
             startup_s = time.perf_counter() - t0
             t_submit = time.perf_counter()
             run_id = dep.submit(app_dir, run_config)
-            live = Live(sampler, {c.client_id: dep.supernodes[f"client-{c.client_id}"] for c in clients})
+            host = HostSampler({k: g for k, g in groups.items() if k != SERVER},
+                               warp.emulated if warp.active else (lambda t: t), warp.factor)
+            live = Live(shaper, {c.client_id: dep.supernodes[f"client-{c.client_id}"] for c in clients}, warp, host)
             peak = {"rss": 0, "next": 0.0}
 
             def on_tick() -> None:
@@ -215,23 +248,26 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 if now >= peak["next"]:  # memory of every Flower process, every RSS_EVERY_S
                     peak["rss"] = max(peak["rss"], sup.rss_bytes())
                     peak["next"] = now + RSS_EVERY_S
+                host.maybe_sample()
                 if tick is not None:
                     tick(live)
 
-            status = dep.wait(run_id, timeout_s, tick=on_tick)
+            status = dep.wait(run_id, None if timeout_s is None else warp.real_s(timeout_s), tick=on_tick)
             run_wall_s = time.perf_counter() - t_submit
             server_log = dep.server_log(run_id)
             rss = max(peak["rss"], sup.rss_bytes())
-            sampler.stop()
-            sampler.dump(workdir / "logs" / "link-series.jsonl")
-            messages = live.measures()
+            host.maybe_sample()
+            series = shaper.final_series()
+            messages = live.measures(series=series)
             cids = [c.client_id for c in clients]
             result = EmulationResult(
                 run_id, status, list(clients), messages,
-                bytes_up={cid: sampler.totals(str(cid), "up") for cid in cids},
-                bytes_down={cid: sampler.totals(str(cid), "down") for cid in cids},
+                bytes_up={cid: series.totals(str(cid), "up") for cid in cids},
+                bytes_down={cid: series.totals(str(cid), "down") for cid in cids},
                 startup_s=startup_s, run_wall_s=run_wall_s, dropped=sorted(set(dropper.dropped)),
-                server_log=server_log, issues=server_log_issues(server_log), peak_rss_bytes=rss)
+                server_log=server_log, issues=server_log_issues(server_log), peak_rss_bytes=rss,
+                dilation=warp.factor, cpu_capped=caps is not None, cpu_note=note, host_samples=host.samples,
+                host_cores=host.cores)
     except RunError as exc:
         # Messages name log files inside the work directory, which is about to go: point at the copies.
         msg = str(exc)
@@ -251,6 +287,42 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     return result
 
 
+#: The CPU group of the SuperLink side (SuperLink, its SuperExec, the ServerApp).
+SERVER = -1
+#: Cores of this host kept for the shaper and fedbw itself when dilation is chosen automatically.
+RESERVED_CORES = 0.5
+#: The server's cores in emulated time (SuperLink, its SuperExec, the ServerApp).
+SERVER_CORES = 2.0
+
+
+def resolve_dilation(value: float | str, clients: int, cores: int | None = None) -> float:
+    """A dilation setting (a number, or "auto") as the factor to run with."""
+    return float(auto_dilation(clients, cores)) if value == "auto" else float(value)
+
+
+def auto_dilation(clients: int, cores: int | None = None) -> int:
+    """K for ``--dilation auto``: enough that every device gets a core and the server
+    :data:`SERVER_CORES` in emulated time from this host's cores, less :data:`RESERVED_CORES` for the
+    shaper and fedbw."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, math.ceil((clients + SERVER_CORES) / max(0.5, cores - RESERVED_CORES)))
+
+
+def _cpu_groups(stack: contextlib.ExitStack, clients: Sequence[EmulatedClient], warp: Dilation, cap_cpu: bool,
+                ) -> tuple[CpuCaps | None, dict[int, CpuGroup], str | None]:
+    if not (warp.active and cap_cpu):
+        return None, {}, None
+    root = cgroup_root()
+    if isinstance(root, str):
+        return None, {}, (f"devices not CPU-capped ({root}): their CPU work costs 1/{warp.factor:g} of what it "
+                          "would on a device of their own")
+    caps = stack.enter_context(CpuCaps(root))
+    groups = {SERVER: caps.group("server", SERVER_CORES / warp.factor)}
+    for c in clients:
+        groups[c.client_id] = caps.group(f"client-{c.client_id}", c.cpu_speed / warp.factor)
+    return caps, groups, None
+
+
 def server_log_issues(server_log: str) -> list[str]:
     """Failures a ServerApp logs while Flower still calls the run "completed": halted SecAgg+ rounds,
     rounds with failed clients."""
@@ -267,30 +339,16 @@ def server_log_issues(server_log: str) -> list[str]:
     return issues
 
 
-def _measure(sampler: LedgerSampler, cid: int, span: MessageSpan) -> MessageMeasure:
+def _measure(series: LinkSeries, cid: int, span: MessageSpan) -> MessageMeasure:
     key = str(cid)
     down_to = span.t_received_s if span.t_received_s is not None else span.t_receiving_s
-    down = sampler.transfer(key, "down", span.t_receiving_s - LOG_SLACK_S, down_to + LOG_SLACK_S,
-                            extend_back_gap_s=HEADER_GAP_S)
+    down = series.transfer(key, "down", span.t_receiving_s - LOG_SLACK_S, down_to + LOG_SLACK_S,
+                           extend_back_gap_s=HEADER_GAP_S)
     if span.t_sending_s is not None and span.t_sent_s is not None:
-        up = sampler.transfer(key, "up", span.t_sending_s - LOG_SLACK_S, span.t_sent_s + LOG_SLACK_S)
+        up = series.transfer(key, "up", span.t_sending_s - LOG_SLACK_S, span.t_sent_s + LOG_SLACK_S)
     else:
         up = Transfer(0, None, None)
     return MessageMeasure(cid, span, down, up)
-
-
-def check_app_dir(app_dir: Path) -> None:
-    """ConfigError unless ``app_dir`` is a Flower app directory (pyproject.toml with [tool.flwr.app])."""
-    py = app_dir / "pyproject.toml"
-    if not py.is_file():
-        raise ConfigError(f"{app_dir} has no pyproject.toml; pass a Flower app directory (one with "
-                          f"[tool.flwr.app] in its pyproject.toml)")
-    try:
-        data = tomllib.loads(py.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{py}: not valid TOML ({exc})") from None
-    if "app" not in data.get("tool", {}).get("flwr", {}):
-        raise ConfigError(f"{py} has no [tool.flwr.app] section; is this a Flower app?")
 
 
 def _copy_logs(src: Path, dst: Path) -> None:

@@ -55,6 +55,17 @@ def flower_env(workdir: Path, extra: Mapping[str, str] | None = None) -> dict[st
     return env
 
 
+def _place(child: Child, cpu_group: Any) -> None:
+    """Put a just-started child in its CPU group: Python takes far longer to start than this takes, so
+    every process it starts later inherits the group."""
+    if cpu_group is None:
+        return
+    try:
+        cpu_group.add(child.pid)
+    except OSError as exc:
+        raise RunError(f"could not put {child.name} under its CPU cap ({cpu_group.path}): {exc}") from None
+
+
 def _script(name: str) -> str:
     path = Path(sys.executable).parent / name
     if not path.exists():
@@ -90,8 +101,11 @@ class FlowerDeployment:
         self._control: Any = None
 
     # -- processes ----------------------------------------------------------------------------
-    def start_superlink(self, port: int = 0) -> int:
-        """Start the SuperLink (Fleet, Control and Runtime on one HTTP port); returns the port."""
+    def start_superlink(self, port: int = 0, cpu_group: Any = None) -> int:
+        """Start the SuperLink (Fleet, Control and Runtime on one HTTP port); returns the port.
+
+        With ``cpu_group`` (a :class:`fedbw.processes.cpu_cap.CpuGroup`) the SuperLink, and so its
+        SuperExec and the ServerApp it starts, run under that group's CPU cap."""
         if port:
             check_port_free(port, "the SuperLink")
         else:
@@ -100,6 +114,7 @@ class FlowerDeployment:
                 "--disable-runtime-dependency-installation"]
         child = self.sup.start("superlink", argv, self.env, self.logs / "superlink.log", nice=self.nice,
                                wave=0)  # stops after the SuperNodes: they would retry a server that is gone
+        _place(child, cpu_group)
         self.superlink, self.superlink_port = child, port
         child.wait_for_line("Fleet HTTP API", STARTUP_TIMEOUT_S)
         if not wait_connectable(port, STARTUP_TIMEOUT_S):
@@ -110,13 +125,15 @@ class FlowerDeployment:
         return port
 
     def start_supernode(self, name: str, superlink_port: int, node_config: Mapping[str, Any],
-                        on_line: Callable[[Child, LogLine], None] | None = None) -> Child:
-        """Start one SuperNode that reaches the SuperLink at ``superlink_port`` (its shaped port)."""
+                        on_line: Callable[[Child, LogLine], None] | None = None, cpu_group: Any = None) -> Child:
+        """Start one SuperNode that reaches the SuperLink at ``superlink_port`` (its shaped port); with
+        ``cpu_group`` it, its SuperExec and its ClientApps run under that group's CPU cap."""
         own_port = free_ports(1)[0]
         cfg = " ".join(f"{k}={format_value(v)}" for k, v in node_config.items())
         argv = [_script("flower-supernode"), "--insecure", "--superlink", f"{LOOPBACK}:{superlink_port}",
                 "--port", str(own_port), "--node-config", cfg]
         child = self.sup.start(name, argv, self.env, self.logs / f"{name}.log", on_line=on_line, nice=self.nice)
+        _place(child, cpu_group)
         self.supernodes[name] = child
         return child
 

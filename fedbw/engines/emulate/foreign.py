@@ -1,89 +1,36 @@
-"""Records for any Flower app, unmodified (``fedbw emulate --app``): rounds from message groups, time
-split from the SuperNodes' logs and the shaper's byte series.
+"""``fedbw emulate --app DIR``: any Flower app, unmodified, on the Deployment Engine behind shaped links.
 
-Without the app's cooperation compute cannot be told apart from ClientApp start-up, so a stage's time
-between "received" and "reply ready" is framework + compute together in ``t_framework_s``.
+Flower launches a wrapped copy of the app (:func:`fedbw.engines.foreign_app.wrapped_copy`): the app's
+own ServerApp and ClientApp inside fedbw's measuring wrappers, which log every message the ServerApp
+sends and gets back — its round (group id, or the ``server-round`` the message-API strategies send),
+its stage (train, evaluate, SecAgg+ stages), Flower's bytes, the app's time on it. Each message is then
+joined with the SuperNode span and the link bytes that carried it and split into link, compute and
+framework time, exactly as for fedbw's own apps (:mod:`.recorder`, :mod:`.attribution`). Without the
+app's cooperation, compute is the app's whole time on a message (training cannot be told apart).
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fedbw.engines.emulate.clients import clients_for_profile
-from fedbw.engines.emulate.federation import LOGS_DIR, DropFault, EmulationResult, MessageMeasure, emulate_app
-from fedbw.netmodel.payload import SECAGG_STAGES
-from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord, StageRecord
+from fedbw.engines.base import NoProgress, Progress
+from fedbw.engines.emulate.clients import clients_for_plan
+from fedbw.engines.emulate.federation import LOGS_DIR, DropFault, EmulationResult, emulate_app, resolve_dilation
+from fedbw.engines.emulate.recorder import RoundRecorder
+from fedbw.engines.emulate.run import SUMMARY_FILE, write_summary
+from fedbw.engines.foreign_app import EVENTS_ENV, NODES_ENV, app_plan, check_app_dir, wrapped_copy
+from fedbw.errors import RunError
+from fedbw.links import server_shaper_spec
+from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord
 from fedbw.tomlvalue import split_assignment
 
-
-def stage_names(spans_in_round: int, message_types: Sequence[str]) -> list[str]:
-    """Stage names for one client's messages of one round: SecAgg+'s four when it is four trains."""
-    if spans_in_round == len(SECAGG_STAGES) and all(t == "train" for t in message_types):
-        return list(SECAGG_STAGES)
-    if spans_in_round == 1 and message_types[0] == "train":
-        return ["fit"]
-    seen: dict[str, int] = {}
-    out = []
-    for t in message_types:
-        k = seen.get(t, 0)
-        seen[t] = k + 1
-        out.append(t if k == 0 else f"{t}-{k}")
-    return out
-
-
-def app_records(result: EmulationResult, run_id: str, engine: str = "emulate",
-                ) -> tuple[list[ClientRoundRecord], list[RoundRecord]]:
-    """Records for a run of any Flower app: rounds from message groups, time split from the logs.
-
-    Without the app's cooperation compute cannot be told apart from ClientApp start-up, so a stage's
-    time between "received" and "reply ready" is framework + compute together in ``t_framework_s``;
-    ``extra`` carries the split where the logs allow it.
-    """
-    by_round: dict[int, dict[int, list[MessageMeasure]]] = {}
-    for m in result.messages:
-        if m.round is None or m.round <= 0:
-            continue
-        by_round.setdefault(m.round, {}).setdefault(m.client_id, []).append(m)
-    profile = {c.client_id: c.profile for c in result.clients}
-    clients_out: list[ClientRoundRecord] = []
-    rounds_out: list[RoundRecord] = []
-    prev_end: float | None = None
-    for r in sorted(by_round):
-        per_client = by_round[r]
-        crecs = []
-        stage_bounds: dict[str, list[float]] = {}
-        for cid, msgs in sorted(per_client.items()):
-            names = stage_names(len(msgs), [m.span.message_type for m in msgs])
-            stages = []
-            for name, m in zip(names, msgs):
-                t_end = m.span.t_sent_s or m.span.t_sending_s or m.span.t_receiving_s
-                total = t_end - (m.down.first_in_s or m.span.t_receiving_s)
-                fw = max(0.0, total - m.down.duration_s - m.up.duration_s)
-                stages.append(StageRecord(name, float(m.down.bytes), float(m.up.bytes), m.down.duration_s, 0.0,
-                                          m.up.duration_s, fw))
-                b = stage_bounds.setdefault(name, [m.down.first_in_s or m.span.t_receiving_s, t_end])
-                b[0], b[1] = min(b[0], m.down.first_in_s or m.span.t_receiving_s), max(b[1], t_end)
-            dropped = cid in result.dropped and not all(m.span.complete for m in msgs)
-            crecs.append(ClientRoundRecord(run_id, engine, r, cid, profile.get(cid, "?"), stages, dropped=dropped))
-        start = min(b[0] for b in stage_bounds.values())
-        end = max(b[1] for b in stage_bounds.values())
-        comm = sum(max((s.t_down_s + s.t_up_s for c in crecs for s in c.stages if s.stage == name), default=0.0)
-                   for name in stage_bounds)
-        round_time = end - start
-        rounds_out.append(RoundRecord(
-            run_id=run_id, engine=engine, round=r, num_clients=len(crecs), round_time_s=round_time,
-            comm_time_s=comm, compute_time_s=0.0, framework_time_s=max(0.0, round_time - comm),
-            stage_times_s={n: b[1] - b[0] for n, b in stage_bounds.items()},
-            bytes_down_total=sum(c.bytes_down for c in crecs), bytes_up_total=sum(c.bytes_up for c in crecs),
-            wall_time_s=(end - prev_end) if prev_end is not None else None,
-            extra={"clock": "wall", "bytes": "wire (shaper ledger)", "compute": "not separated (foreign app)"}))
-        prev_end = end
-        clients_out += crecs
-    return clients_out, rounds_out
-
+ENGINE = "emulate"
+EVENTS_FILE = "events.jsonl"
 
 
 @dataclass
@@ -98,23 +45,46 @@ class AppRun:
 
 def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None = None,
             run_config: Sequence[str] = (), timeout_s: float = 1800.0, out_dir: Path | None = None,
-            seed: int = 0, drops: Sequence[DropFault] = ()) -> AppRun:
+            seed: int = 0, drops: Sequence[DropFault] = (), server_link: str | None = None,
+            dilation: float | str = 1.0, cap_cpu: bool = True, progress: Progress = NoProgress) -> AppRun:
     """Any Flower app, unmodified, with ``num_clients`` SuperNodes on ``profile`` links.
 
     ``rounds`` sets the app's ``num-server-rounds`` (Flower's template key); ``run_config`` items are
-    ``key=value`` (TOML values) passed to ``flwr run --run-config``.
+    ``key=value`` (TOML values) passed to ``flwr run --run-config``. ``dilation`` (K or "auto") and
+    ``cap_cpu`` as for ``[emulate]`` in a config (docs/emulate.md).
     """
-    cfg: dict[str, Any] = dict(split_assignment(item, "--run-config", "num-server-rounds=3") for item in run_config)
+    from fedbw.results.rundir import fresh_stamped_dir, write_run_metadata
+
+    app_dir = Path(app_dir).resolve()
+    check_app_dir(app_dir)
+    overrides: dict[str, Any] = dict(split_assignment(i, "--run-config", "num-server-rounds=3") for i in run_config)
     if rounds is not None:
-        cfg["num-server-rounds"] = rounds
-    clients = clients_for_profile(num_clients, profile, seed)
-    logs = out_dir / LOGS_DIR if out_dir is not None else None
-    result = emulate_app(Path(app_dir), clients, run_config=cfg or None, timeout_s=timeout_s, logs_to=logs,
-                         drops=drops)
-    run_id = out_dir.name if out_dir is not None else f"app-{result.flower_run_id}"
-    crecs, rrecs = app_records(result, run_id)
-    if out_dir is not None:
-        with RecordWriter(out_dir / "records.jsonl") as w:
-            for r in rrecs:
-                w.write([*(c for c in crecs if c.round == r.round), r])
-    return AppRun(result, crecs, rrecs, out_dir)
+        overrides["num-server-rounds"] = rounds
+    plan = app_plan(num_clients, profile, seed=seed, server_link=server_link, name=app_dir.name, engine=ENGINE,
+                    emulate={"dilation": dilation, "cap_cpu": cap_cpu, "timeout_s": timeout_s})
+    run_dir = Path(out_dir) if out_dir is not None else fresh_stamped_dir(Path("runs"), f"{app_dir.name}-{ENGINE}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_run_metadata(run_dir, plan.config, device=None)
+    events_path = run_dir / EVENTS_FILE
+    events_path.unlink(missing_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="fedbw-app-"))
+    dropped: list[int] = []
+    with RecordWriter(run_dir / "records.jsonl", run_id=run_dir.name, engine=ENGINE) as writer:
+        recorder = RoundRecorder(plan, run_dir.name, events_path, writer, progress, lambda: dropped)
+        try:
+            wrapped = wrapped_copy(app_dir, tmp)
+            res = emulate_app(wrapped, clients_for_plan(plan), run_config=overrides or None, timeout_s=timeout_s,
+                              logs_to=run_dir / LOGS_DIR, drops=drops, tick=recorder.on_tick,
+                              env_extra={EVENTS_ENV: str(events_path), NODES_ENV: str(num_clients)},
+                              shared_link=server_shaper_spec(plan.config.server.link),
+                              dilation=resolve_dilation(plan.config.emulate.dilation, num_clients),
+                              cap_cpu=plan.config.emulate.cap_cpu)
+            dropped[:] = res.dropped
+            recorder.consume(lambda: res.messages)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    write_summary(run_dir / SUMMARY_FILE, res, recorder)
+    if recorder.assembler.error:
+        raise RunError(f"emulate --app: the app's ServerApp failed: {recorder.assembler.error}\n"
+                       f"records of finished rounds are in {run_dir / 'records.jsonl'}")
+    return AppRun(res, recorder.clients, recorder.rounds, run_dir)

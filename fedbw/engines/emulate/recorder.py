@@ -1,7 +1,7 @@
 """Round records of fedbw's own apps under emulate: the apps' event log joined with the links' measurements.
 
 When a round's ``round_end`` event arrives, each of its messages is paired with the SuperNode span that
-carried it (:func:`~fedbw.engines.emulate.attribution.match_round`), split into link, compute and
+carried it (:func:`~fedbw.engines.emulate.attribution.match_messages`), split into link, compute and
 framework time, and the round's records are appended at once.
 """
 
@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from fedbw.engines.base import Progress
-from fedbw.engines.emulate.attribution import MessageTimes, match_round, message_times, round_records
+from fedbw.engines.emulate.attribution import MessageTimes, match_messages, message_times, round_records
 from fedbw.engines.emulate.federation import MessageMeasure
+from fedbw.engines.emulate.host import HostSampler, host_round_for, stage_host_s
+from fedbw.netmodel.flower import FlowerCosts
 from fedbw.engines.measured import EventReader, RoundAssembler, client_extras
 from fedbw.plan import Plan
+from fedbw.results.privacy_record import privacy_round_from_event
 from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord
 
 ENGINE = "emulate"
@@ -28,10 +32,17 @@ class RoundRecorder:
         self.plan, self.run_id, self.writer, self.progress = plan, run_id, writer, progress
         self.reader, self.assembler = EventReader(events_path), RoundAssembler()
         self.dropped = dropped
+        self.host: HostSampler | None = None  #: set by the emulation once it samples the host
         self.clients: list[ClientRoundRecord] = []
         self.rounds: list[RoundRecord] = []
         self.messages: list[tuple[int, MessageTimes]] = []  #: (round, times) of every finished round's messages
         self.profile_of = {c.client_id: c.profile for c in plan.clients}
+
+    def on_tick(self, live: Any) -> None:
+        """The emulation's tick (a :class:`~fedbw.engines.emulate.federation.Live`): records for rounds
+        that ended since the last one."""
+        self.host = live.host
+        self.consume(live.measures)
 
     def consume(self, measures: Callable[[], list[MessageMeasure]]) -> None:
         per_round = self.plan.config.clients.per_round
@@ -43,11 +54,16 @@ class RoundRecorder:
             if rnd is None:
                 continue
             # a message the SuperNode never logged (it was dropped first) has no measure: skipped
-            times = [message_times(ev_msg, meas) for ev_msg, meas in match_round(rnd.messages, measures(), rnd.round)
+            times = [message_times(ev_msg, meas) for ev_msg, meas in match_messages(rnd.messages, measures())
                      if meas is not None]
+            speed = {c.client_id: c.cpu_speed for c in self.plan.clients}
+            for t in times:
+                t.t_host_s = stage_host_s(t.parts, t.bulk, worst_start_s(self.plan.costs, speed.get(t.client_id, 1.0)))
             clients, record = round_records(
                 self.run_id, ENGINE, rnd.round, times, self.profile_of, rnd.clients or [], self.dropped(),
-                loss=rnd.loss, accuracy=rnd.accuracy, epsilon=rnd.epsilon, wall_time_s=rnd.wall_time_s)
+                host=host_round_for(self.host, rnd.clients or []),
+                loss=rnd.loss, accuracy=rnd.accuracy, epsilon=rnd.epsilon, wall_time_s=rnd.wall_time_s,
+                privacy=privacy_round_from_event(rnd.privacy))
             extras = client_extras(rnd)
             for c in clients:
                 if (e := extras.get(c.client_id)) is not None:
@@ -57,3 +73,15 @@ class RoundRecorder:
             self.rounds.append(record)
             self.messages += [(rnd.round, t) for t in times]
             self.progress(rnd.round, per_round, per_round)
+
+
+#: A ClientApp start longer than Flower's worst task-poll wait plus this × the calibrated start is the host's.
+START_MARGIN = 1.2
+
+
+def worst_start_s(costs: FlowerCosts | None, cpu_speed: float = 1.0) -> float | None:
+    """The longest a ClientApp start may take on its own device: the SuperExec's full task-poll
+    interval plus the calibrated process start (with :data:`START_MARGIN`); None without a cost model."""
+    if costs is None:
+        return None
+    return costs.superexec_poll_s + START_MARGIN * (costs.clientapp_start_s + costs.clientapp_other_s) / cpu_speed

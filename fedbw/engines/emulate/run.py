@@ -15,10 +15,11 @@ from pathlib import Path
 from fedbw.engines.base import NoProgress, Progress, RunResult
 from fedbw.engines.emulate.clients import clients_for_plan, drops_for_plan
 from fedbw.engines.emulate.fedbw_app import write_fedbw_app
-from fedbw.engines.emulate.federation import LOGS_DIR, EmulationResult, Live, emulate_app
+from fedbw.engines.emulate.federation import LOGS_DIR, EmulationResult, emulate_app, resolve_dilation
 from fedbw.engines.emulate.recorder import RoundRecorder
 from fedbw.errors import RunError
 from fedbw.fl.settings import EVENTS_FILE, PLAN_ENV, write_plan_file
+from fedbw.links import server_shaper_spec
 from fedbw.plan import Plan
 from fedbw.results.records import RecordWriter
 
@@ -43,14 +44,11 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
     progress(1, 0, cfg.clients.per_round)
     try:
         app_dir = write_fedbw_app(app_parent, plan_path)
-
-        def tick(live: Live) -> None:
-            recorder.consume(live.measures)
-
-        res = emulate_app(app_dir, clients_for_plan(plan), drops=drops_for_plan(plan),
-                          timeout_s=cfg.emulate.timeout_s,
-                          logs_to=(run_dir / LOGS_DIR) if cfg.emulate.keep_logs else None, tick=tick,
-                          env_extra={PLAN_ENV: str(plan_path)})
+        clients = clients_for_plan(plan)
+        res = emulate_app(app_dir, clients, drops=drops_for_plan(plan), timeout_s=cfg.emulate.timeout_s,
+                          logs_to=(run_dir / LOGS_DIR) if cfg.emulate.keep_logs else None, tick=recorder.on_tick,
+                          env_extra={PLAN_ENV: str(plan_path)}, shared_link=server_shaper_spec(cfg.server.link),
+                          dilation=resolve_dilation(cfg.emulate.dilation, len(clients)), cap_cpu=cfg.emulate.cap_cpu)
         dropped[:] = res.dropped
         done = res
         recorder.consume(lambda: done.messages)
@@ -84,13 +82,17 @@ def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> 
     data = {
         "flower_run_id": res.flower_run_id, "startup_s": res.startup_s, "run_wall_s": res.run_wall_s,
         "peak_rss_bytes": res.peak_rss_bytes, "dropped": res.dropped,
+        "dilation": res.dilation, "cpu_capped": res.cpu_capped, "cpu_note": res.cpu_note, "host_cores": res.host_cores,
+        "host_bound_rounds": [r.round for r in recorder.rounds if r.host_bound],
         "link_bytes_up": {str(k): v for k, v in res.bytes_up.items()},
         "link_bytes_down": {str(k): v for k, v in res.bytes_down.items()},
         "messages": [{"round": r, "client_id": t.client_id, "stage": t.stage, "bytes_down": t.bytes_down,
                       "bytes_up": t.bytes_up, "flower_bytes_down": t.flower_bytes_down,
                       "flower_bytes_up": t.flower_bytes_up, "t_down_s": t.t_down_s, "t_up_s": t.t_up_s,
                       "t_compute_s": t.t_compute_s, "t_framework_s": t.t_framework_s, "total_s": t.total_s,
-                      "parts": t.parts, "bulk": t.bulk, "error": t.error}
+                      "parts": t.parts, "bulk": t.bulk, "error": t.error, "objects_down": t.objects_down,
+                      "objects_up": t.objects_up, "process_start_s": t.process_start_s,
+                      "t_receiving_s": t.t_receiving_s, "t_sent_s": t.t_sent_s, "t_host_s": t.t_host_s}
                      for r, t in recorder.messages],
     }
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

@@ -14,12 +14,15 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 
 #: Ray actors (ClientApp workers) to run. Default: real training min(CPUs, 4), one core each, so measured
 #: compute is not inflated by oversubscription; synthetic compute min(2 × CPUs, 8), because a message's
 #: time in Flower's Ray transport is mostly waiting and more actors overlap it (1,000 synthetic clients
 #: per round on 2 cores: 40 s/round with 2 actors, 20 s with 4, 16 s with 8; docs/simulate.md).
 ACTORS_ENV = "FEDBW_SIM_ACTORS"
+#: Ray's node address: this machine's loopback, never another interface.
+LOOPBACK = "127.0.0.1"
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -36,7 +39,7 @@ def actor_count(synthetic: bool = False) -> int:
 def backend_config(device: str, model_bytes: int, actors: int) -> dict:
     """Ray sized to this machine: one (logical) CPU per ClientApp actor, a GPU share each on CUDA."""
     init_args = {"num_cpus": actors, "include_dashboard": False, "logging_level": "ERROR",
-                 "log_to_driver": True,
+                 "log_to_driver": True, "_node_ip_address": LOOPBACK,
                  # Messages pass through Ray's object store; leave room for a few of them.
                  "object_store_memory": max(512 * 2**20, 8 * model_bytes)}
     resources = {"num_cpus": 1, "num_gpus": 0.0}
@@ -46,27 +49,18 @@ def backend_config(device: str, model_bytes: int, actors: int) -> dict:
     return {"init_args": init_args, "client_resources": resources}
 
 
-def main(argv: list[str]) -> int:
+def interrupt_on_signals() -> None:
+    """SIGTERM and SIGINT raise KeyboardInterrupt, so that :func:`run_and_leave` shuts Ray down."""
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
+
+
+def run_and_leave(body: Callable[[], None]) -> None:
+    """Run a simulation process's ``body``; whatever happens, shut Ray down and leave (130 when
+    interrupted, 1 with the traceback in the log on an error)."""
     code = 0
     try:
-        from fedbw.fl.settings import PLAN_ENV, load_settings
-
-        plan_path = argv[1]
-        os.environ[PLAN_ENV] = plan_path  # inherited by Ray's workers (run_simulation passes no run_config)
-        settings = load_settings(plan_path)
-        actors = actor_count(settings.synthetic)
-        os.environ.setdefault("FEDBW_TORCH_THREADS", str(max(1, (os.cpu_count() or 1) // actors)))
-
-        from flwr.simulation import run_simulation
-
-        from fedbw.fl.client_app import app as client_app
-        from fedbw.fl.server_app import app as server_app
-
-        run_simulation(server_app=server_app, client_app=client_app,
-                       num_supernodes=settings.config.clients.total,
-                       backend_config=backend_config(settings.device, settings.plan.model.float32_bytes, actors))
+        body()
     except KeyboardInterrupt:
         code = 130
         print("fedbw simulation: interrupted", file=sys.stderr)
@@ -75,6 +69,30 @@ def main(argv: list[str]) -> int:
         traceback.print_exc()
     finally:
         leave(code)
+
+
+def main(argv: list[str]) -> None:
+    interrupt_on_signals()
+    run_and_leave(lambda: _simulate(argv[1]))
+
+
+def _simulate(plan_path: str) -> None:
+    """Flower's Simulation Engine on fedbw's apps for the plan in ``plan_path``."""
+    from fedbw.fl.settings import PLAN_ENV, load_settings
+
+    os.environ[PLAN_ENV] = plan_path  # inherited by Ray's workers (run_simulation passes no run_config)
+    settings = load_settings(plan_path)
+    actors = actor_count(settings.synthetic)
+    os.environ.setdefault("FEDBW_TORCH_THREADS", str(max(1, (os.cpu_count() or 1) // actors)))
+
+    from flwr.simulation import run_simulation
+
+    from fedbw.fl.client_app import app as client_app
+    from fedbw.fl.server_app import app as server_app
+
+    run_simulation(server_app=server_app, client_app=client_app,
+                   num_supernodes=settings.config.clients.total,
+                   backend_config=backend_config(settings.device, settings.plan.model.float32_bytes, actors))
 
 
 def leave(code: int) -> None:

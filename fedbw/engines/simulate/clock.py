@@ -11,28 +11,31 @@ from typing import Callable
 
 from fedbw.engines.base import records_from_timeline
 from fedbw.engines.measured import RoundEvents, client_compute_s, client_extras, measured_exchanges
-from fedbw.netmodel import ClientLink, round_timeline
+from fedbw.netmodel import ClientLink, DeploymentClock, round_timeline
 from fedbw.plan import Plan
+from fedbw.results.privacy_record import privacy_round_from_event
 from fedbw.results.records import ClientRoundRecord, RoundRecord
 
 
 def records_from_round_events(plan: Plan, run_id: str, engine: str, rnd: RoundEvents,
                               link_of: Callable[[int], ClientLink] | None = None,
+                              clock: DeploymentClock | None = None,
                               ) -> tuple[list[ClientRoundRecord], RoundRecord]:
     """Client and round records for one finished round on the virtual network clock.
 
     Each client's measured stage messages cross its planned link (``link_of`` may replace it), the
     compute stage takes the compute time it reported, and every stage ends at the slowest client
-    (barrier) — exactly the arithmetic ``estimate`` applies to predicted sizes.
+    (barrier) — exactly the arithmetic ``estimate`` applies to predicted sizes. With ``clock`` (one per
+    run, carried from round to round) Flower's deployment costs are laid on the same clock.
     """
     exchanges = measured_exchanges(rnd)
     compute = client_compute_s(rnd)
     ids = [c for c in (rnd.clients or sorted(exchanges)) if c in exchanges]
     rows = [(cid, link_of(cid) if link_of else plan.clients[cid].link, compute.get(cid, 0.0)) for cid in ids]
-    timeline = round_timeline(rows, lambda cid: exchanges[cid])
+    timeline = round_timeline(rows, lambda cid: exchanges[cid], deployment=clock, **plan.timeline_options())
     clients, record = records_from_timeline(
         plan, run_id, engine, rnd.round, timeline, loss=rnd.loss, accuracy=rnd.accuracy, epsilon=rnd.epsilon,
-        wall_time_s=rnd.wall_time_s, extra={"clock": "virtual", "bytes": "measured"})
+        privacy=privacy_round_from_event(rnd.privacy), wall_time_s=rnd.wall_time_s, extra={"clock": "virtual", "bytes": "measured"})
     extras = client_extras(rnd)
     for c in clients:
         e = extras.get(c.client_id, {})

@@ -7,14 +7,18 @@ Client (the ClientApp's mod stack)::
 Server (legacy path)::
 
     strategy = wrap_strategy(cfg, strategy)                # DP wrapper, then codec decoding outermost
-    fit_workflow = build_fit_workflow(cfg)                 # None | SecAggPlusWorkflow | PackedSecAggPlusWorkflow
+    fit_workflow = build_fit_workflow(cfg)                 # None | GuardedSecAggPlusWorkflow | PackedSecAggPlusWorkflow
     workflow = DefaultWorkflow(fit_workflow=fit_workflow) if fit_workflow else DefaultWorkflow()
 
 Mod order, and why (outermost first):
 
-1. ``packed_secaggplus_mod`` / ``secaggplus_mod`` — SecAgg+ runs four stages through the mod stack but
-   only calls the inner app in ``collect_masked_vectors``; anything that needs a training message
-   (DP clipping, LocalDpMod) must sit *inside* it, and it must see the final update to mask it.
+0. ``seeded_numpy_mod`` (with DP or SecAgg+) — seeds NumPy's global generator per message from the
+   run's seed, so Flower's DP noise and SecAgg+'s stochastic rounding drawn inside are reproducible.
+1. ``packed_secaggplus_mod`` / ``secaggplus_mod``, then ``secagg_bounds_mod`` — SecAgg+ runs four
+   stages through the mod stack but only calls the inner app in ``collect_masked_vectors``; anything
+   that needs a training message (DP clipping, LocalDpMod) must sit *inside* it, and it must see the
+   final update to mask it. The bounds mod, right inside it, clips the weight to ``max_weight`` and
+   counts the values the quantizer will clip.
 2. ``compression_mod`` (never with SecAgg+) — encodes what the DP mod produced: quantizing after
    clipping/noising, so local-DP noise is post-processed and client-side clipping bounds still hold.
 3. ``fixedclipping_mod`` / ``adaptiveclipping_mod`` / ``LocalDpMod`` — innermost: they see the
@@ -33,6 +37,10 @@ _EXPORTS = {
     "wrap_strategy": "fedbw.fl.privacy.wiring",
     "PackedSecAggPlusWorkflow": "fedbw.fl.privacy.secagg_packed",
     "packed_secaggplus_mod": "fedbw.fl.privacy.secagg_packed",
+    "GuardedSecAggPlusWorkflow": "fedbw.fl.privacy.bounds",
+    "secagg_bounds_mod": "fedbw.fl.privacy.bounds",
+    "seeded_numpy_mod": "fedbw.fl.privacy.bounds",
+    "measure_secagg_costs": "fedbw.fl.privacy.costs",
 }
 
 __all__ = sorted(_EXPORTS)

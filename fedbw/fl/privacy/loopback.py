@@ -87,6 +87,10 @@ DropFn = Callable[[int, str, str], bool]
 class LoopbackGrid(Grid):
     """A Grid whose nodes are in-process ClientApps, each with its own persistent Context."""
 
+    #: Replies are ready as soon as a push returns; a wrapper that polls (fedbw's MeasuringGrid) waits
+    #: this long between pulls for a silent node, not the deployment grid's 3 s.
+    pull_interval = 0.01
+
     def __init__(self, client_app: ClientApp, num_nodes: int, *, run_id: int = 1,
                  node_config: Callable[[int], dict[str, Any]] | None = None, drop: DropFn | None = None,
                  on_reply: Callable[[Message], None] | None = None) -> None:

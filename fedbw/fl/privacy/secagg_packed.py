@@ -35,10 +35,11 @@ from flwr.common import bytes_to_ndarray, ndarray_to_bytes, ndarrays_to_paramete
 from flwr.compat.common import recorddict_compat as compat
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, RECORD_KEY_STATE, Key
 from flwr.server.compat.legacy_context import LegacyContext
-from flwr.server.workflow import SecAggPlusWorkflow
 from flwr.server.workflow.constant import MAIN_PARAMS_RECORD
 from flwr.server.workflow.secure_aggregation.secaggplus_workflow import WorkflowState
 from flwr.serverapp.grid import Grid
+
+from fedbw.fl.privacy.bounds import GuardedSecAggPlusWorkflow
 
 
 def packed_dtype(modulus_range: int) -> np.dtype:
@@ -140,20 +141,22 @@ def _cast_record(record: ArrayRecord, dtypes: list[np.dtype]) -> ArrayRecord:
     return compat.parameters_to_arrayrecord(ndarrays_to_parameters(cast), keep_input=True)
 
 
-class PackedSecAggPlusWorkflow(SecAggPlusWorkflow):
+class PackedSecAggPlusWorkflow(GuardedSecAggPlusWorkflow):
     """``SecAggPlusWorkflow`` that accepts packed masked vectors and keeps the global model's dtypes.
 
-    Same constructor as Flower's; plug it in exactly where the stock workflow goes:
-    ``DefaultWorkflow(fit_workflow=PackedSecAggPlusWorkflow(...))``.
+    Same constructor as Flower's (plus the guard's ``observer``); plug it in exactly where the stock
+    workflow goes: ``DefaultWorkflow(fit_workflow=PackedSecAggPlusWorkflow(...))``. Like the stock
+    workflow fedbw runs (:class:`~fedbw.fl.privacy.bounds.GuardedSecAggPlusWorkflow`), it halts a round
+    whose sum would wrap.
     """
 
     def collect_masked_vectors_stage(self, grid: Grid, context: LegacyContext, state: WorkflowState) -> bool:
         return super().collect_masked_vectors_stage(_UnpackingGrid(grid), context, state)
 
-    def unmask_stage(self, grid: Grid, context: LegacyContext, state: WorkflowState) -> bool:
+    def _unmask(self, grid: Grid, context: LegacyContext, state: WorkflowState) -> bool:
         before = context.state.array_records[MAIN_PARAMS_RECORD]
         dtypes = [a.dtype for a in _record_ndarrays(before)]
-        ok = super().unmask_stage(grid, context, state)
+        ok = super()._unmask(grid, context, state)
         after = context.state.array_records[MAIN_PARAMS_RECORD]
         if after is not before:  # the strategy produced a new global model: give it back its dtypes
             context.state.array_records[MAIN_PARAMS_RECORD] = _cast_record(after, dtypes)

@@ -13,10 +13,9 @@ from flwr.server.strategy import (
     DifferentialPrivacyServerSideFixedClipping,
     Strategy,
 )
-from flwr.server.workflow import SecAggPlusWorkflow
-
 from fedbw.config import ExperimentConfig
 from fedbw.fl.compress import CodecStrategy, compression_mod
+from fedbw.fl.privacy.bounds import GuardedSecAggPlusWorkflow, Observer, secagg_bounds_mod, seeded_numpy_mod
 from fedbw.fl.privacy.secagg_packed import PackedSecAggPlusWorkflow, packed_secaggplus_mod
 
 Mod = Callable[..., Any]
@@ -39,11 +38,18 @@ def _dp_client_mod(cfg: ExperimentConfig) -> Mod | None:
 
 
 def build_client_mods(cfg: ExperimentConfig) -> list[Mod]:
-    """The privacy/compression mods of a run's ClientApp, outermost first (put measurement outside)."""
+    """The privacy/compression mods of a run's ClientApp, outermost first (put measurement outside).
+
+    With DP or SecAgg+ on, the first is :func:`~fedbw.fl.privacy.bounds.seeded_numpy_mod` (reproducible
+    draws from NumPy's global generator, which Flower's DP noise and stochastic rounding use); with
+    SecAgg+, :func:`~fedbw.fl.privacy.bounds.secagg_bounds_mod` sits right inside the SecAgg+ mod.
+    """
     mods: list[Mod] = []
-    sa = cfg.privacy.secagg
+    sa, dp = cfg.privacy.secagg, cfg.privacy.dp
+    if sa.enabled or dp.enabled:
+        mods.append(seeded_numpy_mod(cfg.seed, cfg.privacy.randomness))
     if sa.enabled:
-        mods.append(packed_secaggplus_mod if sa.mode == "packed" else secaggplus_mod)
+        mods += [packed_secaggplus_mod if sa.mode == "packed" else secaggplus_mod, secagg_bounds_mod]
     comp = cfg.compression
     if comp.codec != "none":
         mods.append(compression_mod(comp.codec, comp.topk_fraction, comp.error_feedback))
@@ -53,15 +59,20 @@ def build_client_mods(cfg: ExperimentConfig) -> list[Mod]:
     return mods
 
 
-def build_fit_workflow(cfg: ExperimentConfig) -> SecAggPlusWorkflow | None:
-    """The server's fit workflow for ``DefaultWorkflow(fit_workflow=...)``; None = Flower's default."""
+def build_fit_workflow(cfg: ExperimentConfig, observer: Observer | None = None) -> GuardedSecAggPlusWorkflow | None:
+    """The server's fit workflow for ``DefaultWorkflow(fit_workflow=...)``; None = Flower's default.
+
+    Stock is Flower's ``SecAggPlusWorkflow`` behind fedbw's wrap guard (protocol and wire format
+    unchanged); packed also re-encodes. ``observer`` gets each round's cohort, clipped and wrapped counts.
+    """
     sa = cfg.privacy.secagg
     if not sa.enabled:
         return None
-    cls = PackedSecAggPlusWorkflow if sa.mode == "packed" else SecAggPlusWorkflow
+    cls = PackedSecAggPlusWorkflow if sa.mode == "packed" else GuardedSecAggPlusWorkflow
     return cls(num_shares=sa.num_shares, reconstruction_threshold=sa.reconstruction_threshold,
                max_weight=sa.max_weight, clipping_range=sa.clipping_range,
-               quantization_range=sa.quantization_range, modulus_range=sa.modulus_range, timeout=sa.timeout_s)
+               quantization_range=sa.quantization_range, modulus_range=sa.modulus_range, timeout=sa.timeout_s,
+               observer=observer)
 
 
 def wrap_strategy(cfg: ExperimentConfig, strategy: Strategy) -> Strategy:

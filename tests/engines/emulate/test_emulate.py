@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from fedbw.config import config_from_dict
-from fedbw.engines.emulate.attribution import FRAMEWORK_PARTS, match_round, message_times, round_records
+from fedbw.engines.emulate.attribution import match_messages, message_times, round_records
+from fedbw.netmodel.flower import FRAMEWORK_PARTS
 from fedbw.engines.emulate.clients import clients_for_plan, clients_for_profile, drops_for_plan, flap_trace
 from fedbw.engines.emulate.fedbw_app import write_fedbw_app
-from fedbw.engines.emulate.federation import EmulatedClient, EmulationResult, MessageMeasure, check_app_dir
-from fedbw.engines.emulate.foreign import app_records, stage_names
-from fedbw.engines.emulate.sampler import Transfer
+from fedbw.engines.foreign_app import check_app_dir
+from fedbw.engines.emulate.federation import MessageMeasure
+from fedbw.shaper.series import Transfer
 from fedbw.engines.emulate.supernode_log import MessageSpan
 from fedbw.errors import ConfigError
 from fedbw.plan import build_plan
@@ -69,12 +70,6 @@ def test_drops_map_stage_names_to_train_message_order() -> None:
 def test_fault_config_errors_name_the_key(faults, match) -> None:
     with pytest.raises(ConfigError, match=match):
         config_from_dict({"clients": {"total": 4, "per_round": 4}, "faults": faults})
-
-
-def test_stage_names() -> None:
-    assert stage_names(4, ["train"] * 4) == ["setup", "share_keys", "collect_masked_vectors", "unmask"]
-    assert stage_names(1, ["train"]) == ["fit"]
-    assert stage_names(3, ["train", "evaluate", "train"]) == ["train", "evaluate", "train-1"]
 
 
 def test_app_dir_checks(tmp_path: Path) -> None:
@@ -141,7 +136,7 @@ def test_round_records_pair_events_with_spans_and_mark_drops() -> None:
     measures = [_measure(0, "1", t0), _measure(1, "1", t0, up_s=2.0), _measure(0, "2", t0 + 20)]
     events = [{"client_id": c, "stage": "fit", "t_sent": t0, "t_replied": t0 + 10.0, "compute_s": 1.0}
               for c in (0, 1)]
-    pairs = match_round(events, measures, 1)
+    pairs = match_messages(events, measures)
     assert [(e["client_id"], m.span.group) for e, m in pairs] == [(0, "1"), (1, "1")]
     times = [message_times(e, m) for e, m in pairs]
     clients, rnd = round_records("r", "emulate", 1, times, {0: "home-30", 1: "home-30", 2: "home-30"},
@@ -155,18 +150,31 @@ def test_round_records_pair_events_with_spans_and_mark_drops() -> None:
     assert rnd.bytes_up_total == 8_000_000
 
 
-def test_app_records_group_messages_into_rounds() -> None:
-    ms = [_measure(0, "1", 0.0), _measure(1, "1", 0.0), _measure(0, "2", 20.0), _measure(1, "2", 20.0)]
-    hello = MessageMeasure(0, MessageSpan(0, "query", "0", 0.0, 0.1, None, 0.2, 0.3), Transfer(10, None, None),
-                           Transfer(10, None, None))
-    res = EmulationResult(1, None, [EmulatedClient(0, "home-30", None), EmulatedClient(1, "home-30", None)],
-                          [hello, *ms], {0: 1, 1: 1}, {0: 1, 1: 1}, 1.0, 2.0, dropped=[])
-    clients, rounds = app_records(res, "byo")
-    assert [r.round for r in rounds] == [1, 2]
-    assert [s.stage for s in clients[0].stages] == ["fit"]
-    assert rounds[0].bytes_up_total == 8_000_000
-    assert rounds[0].comm_time_s == pytest.approx(1.5)
-    assert rounds[1].wall_time_s == pytest.approx(20.0)
+def test_messages_pair_with_spans_by_time_without_group_ids() -> None:
+    """Message-API apps send no group id: a client's k-th event takes the last span it received after the
+    server had its (k-1)-th reply; a warm-up before the first window is passed over."""
+    warm = MessageMeasure(0, MessageSpan(0, "query", "", 0.0, 0.1, None, 0.2, 0.3), Transfer(10, None, None),
+                          Transfer(10, None, None))
+    train, evaluate = _measure(0, "", 10.0), _measure(0, "", 30.0)
+    events = [{"client_id": 0, "stage": "train", "t_sent": 10.0, "t_replied": 20.0},
+              {"client_id": 0, "stage": "evaluate", "t_sent": 30.0, "t_replied": 40.0}]
+    pairs = match_messages(events, [evaluate, warm, train])
+    assert [m for _, m in pairs] == [train, evaluate]
+    assert match_messages([{"client_id": 3, "t_sent": 1.0, "t_replied": 2.0}], [train]) == [
+        ({"client_id": 3, "t_sent": 1.0, "t_replied": 2.0}, None)]
+
+
+def test_the_wrapped_copy_points_flower_at_fedbws_wrappers_and_leaves_the_app_alone(tmp_path: Path) -> None:
+    from fedbw.engines.foreign_app import WRAPPER_MODULE, read_app, wrapped_copy
+
+    before = (FIXTURE_APP / "pyproject.toml").read_text()
+    dst = wrapped_copy(FIXTURE_APP, tmp_path)
+    comps = read_app(dst)["components"]
+    assert comps == {"serverapp": f"{WRAPPER_MODULE}:server_app", "clientapp": f"{WRAPPER_MODULE}:client_app"}
+    wrapper = (dst / f"{WRAPPER_MODULE}.py").read_text()
+    assert "numpy_app.server_app:app" in wrapper and "numpy_app.client_app:app" in wrapper
+    assert (dst / "numpy_app" / "client_app.py").exists() and read_app(dst)["config"] == read_app(FIXTURE_APP)["config"]
+    assert (FIXTURE_APP / "pyproject.toml").read_text() == before
 
 
 def test_server_log_issues_find_halted_secagg_and_failures() -> None:
@@ -203,3 +211,15 @@ def test_cli_rejects_an_unknown_profile() -> None:
     res = CliRunner().invoke(app, ["emulate", "--app", str(FIXTURE_APP), "--profile", "home-9000"])
     assert res.exit_code == 2
     assert "home-9000" in res.output
+
+
+@pytest.mark.parametrize("value, message", [("fast", 'must be a number (e.g. 4) or "auto"'),
+                                            ("0.5", "emulate.dilation must be a number from 1 to 60")])
+def test_cli_rejects_a_bad_dilation(value: str, message: str) -> None:
+    from typer.testing import CliRunner
+
+    from fedbw.cli import app
+
+    res = CliRunner().invoke(app, ["emulate", "--app", str(FIXTURE_APP), "--dilation", value])
+    assert res.exit_code == 2
+    assert message in res.output and "Traceback" not in res.output

@@ -147,3 +147,34 @@ def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
     assert proc.returncode == 130, out
     assert "interrupted" in out
     _assert_clean(before)
+
+
+QUICKSTART_APP = Path(__file__).parent.parent / "fixtures" / "quickstart_app"
+
+
+def test_message_api_quickstart_gets_round_records_under_dilation(tmp_path: Path) -> None:
+    """Flower's current template shape (message API: a train and an evaluate message per round), dilated
+    by 2 with each device CPU-capped where cgroups allow: per-round records with both stages, measured
+    bytes per client and stage, a host record; no process or cgroup left behind."""
+    from fedbw.processes.cpu_cap import cgroup_root
+
+    before = _workdirs()
+    root = cgroup_root()
+    groups_before = set() if isinstance(root, str) else {p.name for p in root.path.glob("fedbw-*")}
+    run = run_app(QUICKSTART_APP, 2, "home-30", rounds=2, out_dir=tmp_path / "run", dilation=2.0)
+    _assert_clean(before)
+    assert [r.round for r in run.rounds] == [1, 2]
+    for rec in run.rounds:
+        assert set(rec.stage_times_s) == {"train", "evaluate"}
+        assert rec.host is not None and rec.host.dilation == 2.0
+        assert rec.host.cpu_capped is (not isinstance(root, str))
+        assert 0.0 <= rec.host.share < 1.0
+    for c in run.clients:
+        assert {s.stage for s in c.stages} == {"train", "evaluate"}
+        assert all(s.bytes_down > 0 and s.bytes_up > 0 and s.t_host_s is not None for s in c.stages)
+    # every stamp is emulated: a round lasts about half its real time (the run took ≥ 2 × the rounds)
+    assert sum(r.round_time_s for r in run.rounds) <= run.result.run_wall_s / 2 + 1.0
+    _, on_disk = load_records(tmp_path / "run" / "records.jsonl")
+    assert [r.host for r in on_disk] == [r.host for r in run.rounds]
+    if not isinstance(root, str):
+        assert {p.name for p in root.path.glob("fedbw-*")} == groups_before

@@ -20,6 +20,7 @@ from fedbw.fl.privacy import (
     packed_secaggplus_mod,
     wrap_strategy,
 )
+from fedbw.fl.privacy.bounds import GuardedSecAggPlusWorkflow, secagg_bounds_mod, seeded_numpy_mod
 
 from .toyapp import fedavg, global_model, model, run
 
@@ -33,15 +34,17 @@ def cfg(**sections):
 def test_mod_order_and_objects():
     c = cfg(privacy={"secagg": {"enabled": True, "mode": "packed"},
                      "dp": {"enabled": True, "mode": "central-client-fixed"}})
-    assert build_client_mods(c) == [packed_secaggplus_mod, fixedclipping_mod]
+    seeded = seeded_numpy_mod(0, "seed")  # outermost: Flower's np.random draws become reproducible
+    assert build_client_mods(c) == [seeded, packed_secaggplus_mod, secagg_bounds_mod, fixedclipping_mod]
     assert isinstance(build_fit_workflow(c), PackedSecAggPlusWorkflow)
     assert isinstance(wrap_strategy(c, fedavg(N)), DifferentialPrivacyClientSideFixedClipping)
     stock = cfg(privacy={"secagg": {"enabled": True}})
-    assert build_client_mods(stock) == [secaggplus_mod]
-    assert type(build_fit_workflow(stock)) is SecAggPlusWorkflow
+    assert build_client_mods(stock) == [seeded, secaggplus_mod, secagg_bounds_mod]
+    wf = build_fit_workflow(stock)  # Flower's own protocol behind fedbw's wrap guard
+    assert type(wf) is GuardedSecAggPlusWorkflow and isinstance(wf, SecAggPlusWorkflow)
     codec = cfg(compression={"codec": "int8"}, privacy={"dp": {"enabled": True}})
     mods = build_client_mods(codec)
-    assert len(mods) == 1 and mods[0].__name__ == "compression_mod_int8"
+    assert mods[0] == seeded and len(mods) == 2 and mods[1].__name__ == "compression_mod_int8"
     wrapped = wrap_strategy(codec, fedavg(N))
     assert isinstance(wrapped, CodecStrategy)
     assert isinstance(wrapped.strategy, DifferentialPrivacyServerSideFixedClipping)
@@ -102,7 +105,7 @@ def test_even_num_shares_below_per_round_is_rejected_because_flower_fails_on_it(
 def test_secagg_overflow_bound_is_enforced():
     from fedbw.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="overflow"):
+    with pytest.raises(ConfigError, match="would wrap"):
         config_from_dict({"engine": "estimate", "clients": {"total": 300, "per_round": 300},
                           "privacy": {"secagg": {"enabled": True, "quantization_range": 2**24}}})
     config_from_dict({"engine": "estimate", "clients": {"total": 255, "per_round": 255},
@@ -114,6 +117,6 @@ def test_local_dp_mod_is_calibrated_for_replace_one_sensitivity():
 
     c = cfg(privacy={"dp": {"enabled": True, "mode": "local", "clipping_norm": 0.7, "local_epsilon": 0.5,
                             "local_delta": 1e-7}})
-    (mod,) = build_client_mods(c)
+    (_, mod) = build_client_mods(c)
     assert isinstance(mod, LocalDpMod)
     assert (mod.clipping_norm, mod.sensitivity, mod.epsilon, mod.delta) == (0.7, 1.4, 0.5, 1e-7)

@@ -1,23 +1,22 @@
-"""Cutting one message's transfer out of a link's byte series."""
+"""Link series: cutting one message's transfer out of a link's byte series; sampling and tailing the file."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from types import SimpleNamespace
 
 import pytest
 
-from fedbw.engines.emulate.sampler import LedgerSampler, Sample
 from fedbw.shaper.ledger import ClientStats
+from fedbw.shaper.series import LinkSeries, Sample, SeriesReader, SeriesSampler
 
 
-def _sampler(samples: list[tuple[float, int, int]], rate_bps: float | None = None) -> LedgerSampler:
-    """A sampler whose 'up' series of client "0" is given as (t_s, bytes_in, bytes_out)."""
-    ledger = SimpleNamespace(clients={"0": ClientStats("0")})
-    s = LedgerSampler(ledger, interval_s=0.005)
-    series = [Sample(0.0, 0, 0, None, None)]
+def _sampler(samples: list[tuple[float, int, int]], rate_bps: float | None = None) -> LinkSeries:
+    """A series whose 'up' direction of client "0" is given as (t_s, bytes_in, bytes_out)."""
+    s = LinkSeries(["0"], interval_s=0.005, t0_s=0.0)
     for t, b_in, b_out in samples:
-        series.append(Sample(t, b_in, b_out, t - 0.001, t - 0.001))
-    s.series[("0", "up")] = series
+        s.add("0", "up", Sample(t, b_in, b_out, t - 0.001, t - 0.001))
     return s
 
 
@@ -74,17 +73,49 @@ def test_sender_idle_time_is_reported() -> None:
     assert tr.sender_idle_s == pytest.approx(0.305, abs=0.01)
 
 
-def test_live_sampling_of_a_ledger() -> None:
-    import time
-
+def test_sampler_on_the_loop_writes_what_the_reader_tails(tmp_path) -> None:
     stats = ClientStats("0")
     ledger = SimpleNamespace(clients={"0": stats})
-    s = LedgerSampler(ledger, interval_s=0.002).start()
-    t0 = time.perf_counter()
-    stats.up.add_in(1000, t0)
-    stats.up.add_out(1000, t0 + 0.001)
-    time.sleep(0.05)
-    s.stop()
-    assert s.totals("0", "up") == 1000
-    tr = s.transfer("0", "up", t0 - 0.01, time.perf_counter())
+    path = tmp_path / "series.jsonl"
+
+    async def run() -> float:
+        sampler = SeriesSampler(ledger, path, interval_s=0.002).start()
+        t0 = time.perf_counter()
+        stats.up.add_in(1000, t0)
+        stats.up.add_out(1000, t0 + 0.001)
+        await asyncio.sleep(0.03)
+        reader = SeriesReader(path)
+        assert reader.read().totals("0", "up") == 1000  # tailed while the sampler still runs
+        stats.down.add_in(50, t0 + 0.02)
+        stats.down.add_out(50, t0 + 0.021)
+        await sampler.stop()  # the last change is sampled at stop
+        return t0
+
+    t0 = asyncio.run(run())
+    series = SeriesReader(path).read()
+    assert series.totals("0", "up") == 1000 and series.totals("0", "down") == 50
+    tr = series.transfer("0", "up", t0 - 0.01, time.perf_counter())
     assert tr.bytes == 1000 and tr.first_in_s == t0
+    # on another clock (emulated time under dilation 4): stamps map, the interval shrinks alike
+    slow = SeriesReader(path, to_time=lambda t: t0 + (t - t0) / 4, time_scale=0.25).read()
+    assert slow.interval_s == pytest.approx(0.0005)
+    assert slow.transfer("0", "up", t0 - 0.01, time.perf_counter()).last_out_s == pytest.approx(t0 + 0.00025)
+
+
+def test_reader_rejects_other_files_and_waits_for_partial_lines(tmp_path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"schema": "other"}\n')
+    with pytest.raises(ValueError, match="not a fedbw.link-series"):
+        SeriesReader(bad).read()
+    with pytest.raises(ValueError, match="no series file"):
+        SeriesReader(tmp_path / "missing.jsonl").read()
+    ok = tmp_path / "ok.jsonl"
+    series = LinkSeries(["7"], t0_s=1.0)
+    series.add("7", "up", Sample(2.0, 10, 10, 2.0, 2.0))
+    series.dump(ok)
+    text = ok.read_text()
+    ok.write_text(text[:-5])  # the last line is still being written
+    reader = SeriesReader(ok)
+    assert reader.read().totals("7", "up") == 0
+    ok.write_text(text)
+    assert reader.read().totals("7", "up") == 10

@@ -1,0 +1,137 @@
+"""Calibration files: Flower's costs measured on one machine, with their spread and where they came from.
+
+A file is TOML::
+
+    [calibration]                 # provenance
+    schema_version = 1
+    created_utc = "2026-12-01T09:00:00Z"
+    machine = "Linux-6.1 x86_64, 2 CPU(s)"
+    python = "3.11.7"
+    flwr = "1.42.0"
+    torch = "2.13.0"
+    command = "fedbw calibrate"
+
+    [constants.clientapp_start_s] # one table per FlowerCosts field measured
+    value = 2.1                   # what the model uses
+    spread = 0.4                  # interquartile range of the samples
+    samples = 12
+    how = "ClientApp running − 'Received', minus the SuperExec's mean poll wait"
+
+Fields of :class:`~fedbw.netmodel.FlowerCosts` a file does not name keep their defaults (Flower's module
+constants). The catalog ships one file (``fedbw/catalog/flower-costs.toml``), measured on the machine it
+names; ``deployment.calibration`` or ``--calibration`` picks another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fedbw.errors import ConfigError
+from fedbw.netmodel.flower import FlowerCosts
+from fedbw.netmodel.secagg_cost import SecAggCostConstants
+
+SCHEMA_VERSION = 1
+DEFAULT_FILE = "flower-costs.toml"
+_FIELDS = {f.name for f in dataclasses.fields(FlowerCosts)} - {"secagg"}
+_SECAGG_FIELDS = {f.name for f in dataclasses.fields(SecAggCostConstants)}
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: float
+    spread: float = 0.0
+    samples: int = 0
+    how: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured constants and their provenance; :meth:`costs` gives the model's FlowerCosts."""
+
+    constants: dict[str, Constant]
+    provenance: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    secagg: SecAggCostConstants | None = None  #: SecAgg+'s crypto per primitive ([secagg] table)
+
+    def costs(self) -> FlowerCosts:
+        return FlowerCosts(**{k: c.value for k, c in self.constants.items()}, secagg=self.secagg)
+
+
+def read_calibration(path: str | Path) -> Calibration:
+    """Read and check a calibration file; ConfigError saying what to fix."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"calibration file {str(path)!r} not found; write one with `fedbw calibrate --out FILE`")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not a TOML calibration file ({exc})") from None
+    return _from_dict(data, str(path))
+
+
+def _from_dict(data: dict[str, Any], source: str) -> Calibration:
+    prov = data.get("calibration")
+    if not isinstance(prov, dict) or prov.get("schema_version") != SCHEMA_VERSION:
+        raise ConfigError(f"{source}: not a fedbw calibration file of schema {SCHEMA_VERSION} (no [calibration] "
+                          f"table with schema_version = {SCHEMA_VERSION}); write one with `fedbw calibrate`")
+    consts = data.get("constants", {})
+    unknown = sorted(set(consts) - _FIELDS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown constant(s) {', '.join(unknown)}; known: {', '.join(sorted(_FIELDS))}")
+    out = {}
+    for name, c in consts.items():
+        value = c.get("value") if isinstance(c, dict) else None
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{source}: constants.{name}.value must be a number >= 0, got {value!r}")
+        out[name] = Constant(float(value), float(c.get("spread", 0.0)), int(c.get("samples", 0)), str(c.get("how", "")))
+    crypto = data.get("secagg")
+    secagg = None
+    if crypto is not None:
+        missing = sorted(f for f in _SECAGG_FIELDS - set(crypto) if f not in ("machine", "measured",
+                                                                              "client_stage_overhead_s",
+                                                                              "server_per_client_s"))
+        bad = [k for k, v in crypto.items() if k not in ("machine", "measured")
+               and (not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0)]
+        if missing or bad or set(crypto) - _SECAGG_FIELDS:
+            raise ConfigError(f"{source}: [secagg] must hold the SecAgg+ constants of `fedbw calibrate` (numbers "
+                              f">= 0); missing {missing or '-'}, bad {bad or '-'}, "
+                              f"unknown {sorted(set(crypto) - _SECAGG_FIELDS) or '-'}")
+        secagg = SecAggCostConstants.from_json(crypto)
+    return Calibration(out, dict(prov), source, secagg)
+
+
+def write_calibration(path: str | Path, cal: Calibration) -> Path:
+    """Write ``cal`` as TOML (provenance first, then one table per constant)."""
+    from fedbw.tomlvalue import format_value
+
+    lines = ["[calibration]", f"schema_version = {SCHEMA_VERSION}"]
+    lines += [f"{k} = {format_value(v)}" for k, v in cal.provenance.items() if k != "schema_version"]
+    for name in sorted(cal.constants):
+        c = cal.constants[name]
+        lines += ["", f"[constants.{name}]", f"value = {float(c.value)!r}", f"spread = {float(c.spread)!r}",
+                  f"samples = {c.samples}", f"how = {format_value(c.how)}"]
+    if cal.secagg is not None:
+        lines += ["", "[secagg]  # SecAgg+'s crypto per primitive, seconds (fedbw.netmodel.secagg_cost)"]
+        lines += [f"{k} = {format_value(v)}" for k, v in cal.secagg.to_json().items()]
+    path = Path(path)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@lru_cache(maxsize=8)
+def load_costs(path: str | None) -> FlowerCosts:
+    """FlowerCosts from a calibration file, or from the catalog's when ``path`` is None."""
+    if path is None:
+        return default_calibration().costs()
+    return read_calibration(path).costs()
+
+
+def default_calibration() -> Calibration:
+    text = resources.files("fedbw.catalog").joinpath(DEFAULT_FILE).read_text(encoding="utf-8")
+    return _from_dict(tomllib.loads(text), f"fedbw/catalog/{DEFAULT_FILE}")

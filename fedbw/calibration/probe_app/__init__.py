@@ -1,0 +1,1 @@
+"""fedbw calibrate's probe app (a Flower app directory shipped with fedbw)."""

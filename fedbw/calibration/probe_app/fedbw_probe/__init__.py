@@ -1,0 +1,1 @@
+"""The probe app's Python package."""

@@ -1,0 +1,112 @@
+"""How much of an emulated round the host held: CPU samples during the run, and the per-round verdict.
+
+The emulator's figures describe the links only while the host keeps up. Two views of the host are
+kept: how busy its CPUs were (host-wide, and per device when devices are capped in cgroups), sampled
+while the run goes; and what that cost the critical path, from the transfers (the link idle while a
+message was still incomplete) and the ClientApp starts (longer than Flower's worst-case task poll
+plus the calibrated process start). :func:`host_round` turns both into a round's
+:class:`~fedbw.results.host_record.HostRound`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+from fedbw.results.host_record import HostRound
+
+SAMPLE_EVERY_S = 0.5
+
+
+@dataclass(frozen=True)
+class HostSample:
+    t_s: float  #: on the emulation's clock
+    busy_cpu_s: float  #: host-wide busy CPU seconds since boot (real)
+    device_cpu_s: Mapping[int, float] = field(default_factory=dict)  #: per capped device (real CPU s)
+    device_throttled_s: Mapping[int, float] = field(default_factory=dict)
+
+
+def _busy_cpu_s() -> float:
+    t = psutil.cpu_times()
+    return sum(getattr(t, k, 0.0) for k in ("user", "nice", "system", "irq", "softirq", "steal"))
+
+
+class HostSampler:
+    """Takes a :class:`HostSample` at most every :data:`SAMPLE_EVERY_S` when :meth:`maybe_sample` is called."""
+
+    def __init__(self, groups: Mapping[int, Any], to_time: Callable[[float], float], dilation: float = 1.0) -> None:
+        self.groups = dict(groups)  #: client id → fedbw.processes.cpu_cap.CpuGroup
+        self.to_time = to_time
+        self.dilation = dilation
+        self.capped = bool(self.groups)
+        self.samples: list[HostSample] = []
+        self.cores = psutil.cpu_count() or 1
+        self._next = 0.0
+
+    def maybe_sample(self) -> None:
+        now = time.perf_counter()
+        if now < self._next:
+            return
+        self._next = now + SAMPLE_EVERY_S
+        cpu: dict[int, float] = {}
+        throttled: dict[int, float] = {}
+        for cid, g in self.groups.items():
+            try:
+                used = g.cpu_seconds()
+                throttled[cid] = g.throttled_s()
+            except OSError:
+                continue
+            if used is not None:
+                cpu[cid] = used
+        self.samples.append(HostSample(self.to_time(now), _busy_cpu_s(), cpu, throttled))
+
+
+def _at(samples: Sequence[HostSample], t_s: float) -> HostSample | None:
+    if not samples:
+        return None
+    i = bisect.bisect_right([s.t_s for s in samples], t_s)
+    return samples[max(0, min(i, len(samples)) - 1)] if i else samples[0]
+
+
+def host_round_for(sampler: HostSampler | None, clients: Sequence[int]) -> Callable[[float, float, float, float], HostRound]:
+    """A round's host record maker over what ``sampler`` has sampled so far (no samples: lost time only)."""
+    def make(lost_s: float, round_time_s: float, t_from_s: float, t_to_s: float) -> HostRound:
+        if sampler is None:
+            return host_round(lost_s, round_time_s, t_from_s, t_to_s, [], 1, clients, dilation=1.0, capped=False)
+        return host_round(lost_s, round_time_s, t_from_s, t_to_s, sampler.samples, sampler.cores, clients,
+                          dilation=sampler.dilation, capped=sampler.capped)
+    return make
+
+
+def host_round(lost_s: float, round_time_s: float, t_from_s: float, t_to_s: float,
+               samples: Sequence[HostSample], cores: int, clients: Sequence[int], *, dilation: float,
+               capped: bool) -> HostRound:
+    """The round's host record: lost time and share, and what the CPU samples say about its window."""
+    a, b = _at(samples, t_from_s), _at(samples, t_to_s)
+    busy = dev_cpu = dev_thr = None
+    if a is not None and b is not None and b.t_s > a.t_s:
+        real_s = (b.t_s - a.t_s) * dilation
+        busy = min(1.0, max(0.0, (b.busy_cpu_s - a.busy_cpu_s) / (real_s * cores)))
+        if capped:
+            # what the devices used and waited, as emulated seconds (a capped core second = 1/K of one)
+            dev_cpu = sum(b.device_cpu_s.get(c, 0.0) - a.device_cpu_s.get(c, 0.0) for c in clients)
+            dev_thr = sum(b.device_throttled_s.get(c, 0.0) - a.device_throttled_s.get(c, 0.0) for c in clients)
+            dev_thr /= dilation
+    share = lost_s / round_time_s if round_time_s > 0 else 0.0
+    return HostRound(lost_s=lost_s, share=share, cpu_busy=busy, dilation=dilation, cpu_capped=capped,
+                     device_cpu_s=dev_cpu, device_throttled_s=dev_thr)
+
+
+def stage_host_s(parts: Mapping[str, float], bulk: Mapping[str, Any], worst_start_s: float | None) -> float:
+    """One message's time lost to the host: its link idle mid-transfer, and a ClientApp start beyond
+    ``worst_start_s`` (the task poll's longest wait plus the calibrated process start)."""
+    idle = float(bulk.get("down_sender_idle_s") or 0.0) + float(bulk.get("up_sender_idle_s") or 0.0)
+    late = 0.0
+    if worst_start_s is not None:
+        late = max(0.0, float(parts.get("clientapp_start_s", 0.0)) - worst_start_s)
+    return idle + late

@@ -1,0 +1,251 @@
+"""Measure what Flower's SecAgg+ primitives cost on this machine, and fit the cost model's constants.
+
+Times Flower 1.42's own functions — the ones ``secaggplus_mod`` and ``SecAggPlusWorkflow`` call —
+with ``time.perf_counter``: SECP384R1 key-pair generation, ECDH + HKDF shared keys, Fernet
+encryption of a share pair, Shamir split and combine (pycryptodome, per 16-byte chunk in a thread
+pool), mask expansion (``pseudo_rand_gen``: NumPy's Mersenne Twister), quantization and the int64
+vector arithmetic. :func:`fedbw.netmodel.secagg_cost.fit_constants` turns the samples into the
+constants the stage model (:mod:`fedbw.netmodel.secagg_cost`) uses. ``benchmarks/secagg_costs.py``
+runs this and writes ``benchmarks/results/secagg-costs.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from flwr.app import Context, Message
+from flwr.common.secure_aggregation.crypto.shamir import combine_shares, create_shares
+from flwr.common.secure_aggregation.crypto.symmetric_encryption import decrypt, encrypt, generate_shared_key
+from flwr.common.secure_aggregation.ndarrays_arithmetic import factor_combine, parameters_addition, parameters_mod
+from flwr.common.secure_aggregation.quantization import quantize
+from flwr.common.secure_aggregation.secaggplus_utils import pseudo_rand_gen, share_keys_plaintext_concat
+from flwr.supercore.primitives.asymmetric import (
+    bytes_to_private_key,
+    bytes_to_public_key,
+    generate_key_pairs,
+    private_key_to_bytes,
+    public_key_to_bytes,
+)
+
+from fedbw.netmodel.secagg_cost import PrimitiveSamples, SecAggCostConstants, fit_constants
+
+#: Sizes the full measurement sweeps (the quick one, for tests and calibrate --quick, takes the first two).
+SHARES = (3, 5, 9, 17)
+VECTOR_LENGTHS = (10_000, 100_000, 1_000_000)
+
+
+def _time(fn: Callable[[], object], repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def machine_description() -> str:
+    """CPU model, cores and Python: where the constants were measured."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} CPU(s), {platform.system()} {platform.machine()}, Python {platform.python_version()}"
+
+
+def measure_secagg_samples(repeats: int = 5, shares: Sequence[int] = SHARES,
+                           vector_lengths: Sequence[int] = VECTOR_LENGTHS, modulus_range: int = 2**32,
+                           quantization_range: int = 2**22, clipping_range: float = 8.0) -> PrimitiveSamples:
+    """Time every SecAgg+ primitive ``repeats`` times (per share count and vector length where they matter)."""
+    s = PrimitiveSamples()
+    def keygen() -> None:  # what _setup does per key pair: generate, serialize both halves
+        sk, pk = generate_key_pairs()
+        private_key_to_bytes(sk), public_key_to_bytes(pk)
+
+    for t in _time(keygen, repeats):
+        s.add("keygen", 0, t)
+    sk_b = private_key_to_bytes(generate_key_pairs()[0])
+    peer_pk = public_key_to_bytes(generate_key_pairs()[1])
+    for t in _time(lambda: generate_shared_key(bytes_to_private_key(sk_b), bytes_to_public_key(peer_pk)), repeats):
+        s.add("ecdh", 0, t)
+    key = generate_shared_key(bytes_to_private_key(sk_b), bytes_to_public_key(peer_pk))
+    seed = os.urandom(32)
+    plaintext = share_keys_plaintext_concat(2**62, 2**62 + 1, create_shares(seed, 2, 3)[0], create_shares(sk_b, 2, 3)[0])
+    for t in _time(lambda: encrypt(key, plaintext), repeats):
+        s.add("encrypt", 0, t)
+    token = encrypt(key, plaintext)
+    for t in _time(lambda: decrypt(key, token), repeats):
+        s.add("decrypt", 0, t)
+    for n in shares:
+        threshold = n // 2 + 1
+        # each client splits two secrets: its mask seed (32 B) and its key sk1
+        for a, b in zip(_time(lambda t=threshold, n=n: create_shares(seed, t, n), repeats),
+                        _time(lambda t=threshold, n=n: create_shares(sk_b, t, n), repeats)):
+            s.add("share_split", n * threshold, a + b)
+        # the server combines every share it collected: a survivor's seed, a dropped client's key
+        seed_shares, key_shares = create_shares(seed, threshold, n), create_shares(sk_b, threshold, n)
+        for t in _time(lambda sh=seed_shares: combine_shares(sh), repeats):
+            s.add("combine_seed", n * n, t)
+        for t in _time(lambda sh=key_shares: combine_shares(sh), repeats):
+            s.add("combine_key", n * n, t)
+    rng = np.random.default_rng(0)
+    for n_values in vector_lengths:
+        shape = [(n_values,)]
+        for t in _time(lambda shape=shape: pseudo_rand_gen(seed, modulus_range, shape), repeats):
+            s.add("prg", n_values, t)
+        x = [rng.normal(0, 1, n_values).astype(np.float32)]
+        for t in _time(lambda x=x: factor_combine(123, quantize([x[0] * 0.5], clipping_range, quantization_range)),
+                       repeats):
+            s.add("quantize", n_values, t)
+        a = [rng.integers(0, modulus_range, n_values, dtype=np.int64)]
+        b = [rng.integers(0, modulus_range, n_values, dtype=np.int64)]
+        for t in _time(lambda a=a, b=b: parameters_mod(parameters_addition(a, b), modulus_range), repeats):
+            s.add("add", n_values, t)
+    return s
+
+
+def measure_secagg_costs(repeats: int = 5, quick: bool = False) -> SecAggCostConstants:
+    """The cost model's constants for this machine (``quick``: fewer sizes, ≈ 2 s instead of ≈ 10 s).
+
+    Besides the primitives, it runs ``repeats`` tiny real rounds (3 clients, 1,000 values): the client's
+    unmask stage, which does no crypto, measures the mod's own per-stage bookkeeping, and the server's
+    setup stage, which only routes, its per-client cost.
+    """
+    samples = (measure_secagg_samples(repeats, SHARES[:2], VECTOR_LENGTHS[:2]) if quick
+               else measure_secagg_samples(repeats))
+    for _ in range(repeats):
+        tiny = measure_secagg_round(3, 3, 1000)
+        samples.add("client_stage", 0, tiny.client_s["unmask"])
+        samples.add("server_client", 0, tiny.server_s["setup"] / 3)
+    return fit_constants(samples, machine=machine_description(),
+                         measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+# ------------------------------------------------------------------------------ a real round, timed
+
+
+@dataclass
+class RoundCosts:
+    """CPU seconds per stage of one real SecAgg+ round: mean per client, and the server's."""
+
+    clients: int
+    shares: int
+    threshold: int
+    vector_len: int
+    dropped: int
+    client_s: dict[str, float] = field(default_factory=dict)
+    server_s: dict[str, float] = field(default_factory=dict)
+
+
+def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: int | None = None,
+                         dropped: int = 0, modulus_range: int = 2**32, quantization_range: int = 2**22) -> RoundCosts:
+    """Run one round of Flower's SecAgg+ on the loopback grid and time each stage's crypto.
+
+    Client: the time inside ``secaggplus_mod`` minus the app's own (training) time. Server: each stage
+    of ``SecAggPlusWorkflow`` minus the time it waits in ``send_and_receive`` (where the in-process
+    clients run and messages are serialized). ``dropped`` clients go silent after the share exchange.
+    """
+    from flwr.client import NumPyClient
+    from flwr.client.mod import secaggplus_mod
+    from flwr.clientapp import ClientApp
+    from flwr.common import ndarrays_to_parameters
+    from flwr.server.strategy import FedAvg
+    from flwr.server.workflow import SecAggPlusWorkflow
+
+    from fedbw.fl.privacy.loopback import LoopbackGrid, run_legacy, stage_of
+
+    t = threshold if threshold is not None else shares // 2 + 1
+    outer: dict[tuple[int, str], float] = {}
+    inner: dict[tuple[int, str], float] = {}
+
+    def timer(store: dict[tuple[int, str], float], stage_from: Callable[[Message], str]):
+        def mod(msg: Message, ctxt: Context, call_next: Callable[[Message, Context], Message]) -> Message:
+            key = (ctxt.node_id, stage_from(msg))
+            t0 = time.perf_counter()
+            try:
+                return call_next(msg, ctxt)
+            finally:
+                store[key] = store.get(key, 0.0) + time.perf_counter() - t0
+        return mod
+
+    arrays = [np.random.default_rng(1).normal(0, 0.1, vector_len).astype(np.float32)]
+
+    class Fixed(NumPyClient):
+        def fit(self, parameters, config):  # type: ignore[no-untyped-def]
+            return arrays, 100, {}
+
+    last_stage: dict[int, str] = {}
+
+    def remember(msg: Message) -> str:
+        last_stage[msg.metadata.dst_node_id] = stage_of(msg)
+        return last_stage[msg.metadata.dst_node_id]
+
+    app = ClientApp(client_fn=lambda ctx: Fixed().to_client(),
+                    mods=[timer(outer, remember), secaggplus_mod,
+                          timer(inner, lambda m: last_stage.get(m.metadata.dst_node_id, ""))])
+    silent: set[int] = set()
+
+    def drop(node_id: int, group: str, stage: str) -> bool:
+        if stage == "collect_masked_vectors" and len(silent) < dropped:
+            silent.add(node_id)
+        return node_id in silent and stage in ("collect_masked_vectors", "unmask")
+
+    waited = {"s": 0.0}
+
+    class Timed(SecAggPlusWorkflow):
+        pass
+
+    server: dict[str, float] = {}
+
+    def timed_stage(stage: str) -> Callable[..., bool]:
+        original = getattr(SecAggPlusWorkflow, f"{stage}_stage")
+
+        def timed(self: Any, grid: Any, context: Any, state: Any) -> bool:
+            waited["s"] = 0.0
+            t0 = time.perf_counter()
+            ok = original(self, _WaitTimer(grid, waited), context, state)
+            server[stage] = time.perf_counter() - t0 - waited["s"]
+            return bool(ok)
+
+        return timed
+
+    for stage in ("setup", "share_keys", "collect_masked_vectors", "unmask"):
+        setattr(Timed, f"{stage}_stage", timed_stage(stage))
+
+    grid = LoopbackGrid(app, clients, drop=drop)
+    wf = Timed(num_shares=shares, reconstruction_threshold=t, quantization_range=quantization_range,
+               modulus_range=modulus_range)
+    strategy = FedAvg(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=clients,
+                      min_available_clients=clients, initial_parameters=ndarrays_to_parameters(arrays))
+    run_legacy(grid, strategy, 1, wf)
+    per_stage: dict[str, list[float]] = {}
+    for (nid, stage), secs in outer.items():
+        if nid in silent and stage in ("collect_masked_vectors", "unmask"):
+            continue
+        per_stage.setdefault(stage, []).append(secs - inner.get((nid, stage), 0.0))
+    return RoundCosts(clients, shares, t, vector_len, dropped,
+                      client_s={k: float(np.mean(v)) for k, v in per_stage.items()}, server_s=server)
+
+
+class _WaitTimer:
+    """Delegates to a Grid, adding the time spent in ``send_and_receive`` to ``waited["s"]``."""
+
+    def __init__(self, grid: Any, waited: dict[str, float]) -> None:
+        self._grid, self._waited = grid, waited
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._grid, name)
+
+    def send_and_receive(self, messages: Any, *, timeout: float | None = None) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return list(self._grid.send_and_receive(messages, timeout=timeout))
+        finally:
+            self._waited["s"] += time.perf_counter() - t0

@@ -1,0 +1,200 @@
+"""What SecAgg+ costs in CPU seconds, per stage, as a function of clients, shares and vector length.
+
+Bytes are only half of SecAgg+'s overhead: every client generates keys, shares and encrypts secrets and
+expands one mask per neighbour, and the server reconstructs secrets and regenerates masks — more of
+them for every client that drops out. This module turns per-primitive constants, fitted on a machine
+by :func:`fedbw.fl.privacy.costs.measure_secagg_costs` (``benchmarks/secagg_costs.py`` writes them to
+``benchmarks/results/secagg-costs.json``), into seconds per stage. Counts follow Flower 1.42's code
+(``secaggplus_mod``, ``SecAggPlusWorkflow``); with k = shares − 1 neighbours and L values (parameters
++ 1 weight factor):
+
+client
+  setup                   2 key pairs (SECP384R1)
+  share_keys              Shamir-split 2 secrets into ``shares`` shares of threshold t (pycryptodome
+                          evaluates a degree t − 1 polynomial per share: ∝ shares·t); k × (ECDH + encrypt)
+  collect_masked_vectors  k × Fernet decrypt; quantize L; (k + 1) × mask expansion of L (PRG);
+                          k × ECDH; (k + 2) × add L mod M
+  unmask                  (look-ups only)
+server
+  collect_masked_vectors  n × add L mod M (the masked sum)
+  unmask                  per surviving client: combine its seed's shares (Lagrange over every share
+                          collected, ≈ shares of them: ∝ shares²), expand and subtract its mask;
+                          per dropped client: combine its key's shares, then per neighbour ECDH + expand
+                          + add its pairwise mask; dequantize L
+
+Pure arithmetic: no Flower, no torch.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STAGES = ("setup", "share_keys", "collect_masked_vectors", "unmask")
+
+
+@dataclass(frozen=True)
+class SecAggCostConstants:
+    """Seconds per primitive on one machine (fitted; ``machine`` says where)."""
+
+    keygen_s: float  #: one SECP384R1 key pair, serialized
+    ecdh_s: float  #: one shared key: load the keys, ECDH, HKDF
+    encrypt_s: float  #: Fernet-encrypt one share pair
+    decrypt_s: float
+    share_split_s: float  #: Shamir-split a client's two secrets (mask seed, key): fixed part …
+    share_split_per_share_threshold_s: float  #: … + this × shares × threshold
+    combine_seed_s: float  #: combine a surviving client's mask seed (32 B) from its shares: fixed …
+    combine_seed_per_share_sq_s: float  #: … + this × shares²
+    combine_key_s: float  #: combine a dropped client's private key (≈ 4× the seed's bytes): fixed …
+    combine_key_per_share_sq_s: float  #: … + this × shares²
+    prg_s: float  #: expand one mask: fixed part …
+    prg_per_value_s: float  #: … + this per value
+    quantize_per_value_s: float  #: weight scaling + clip + stochastic rounding (dequantize on the server)
+    add_per_value_s: float  #: one int64 vector add or subtract, with the mod
+    client_stage_overhead_s: float = 0.0  #: the mod's own bookkeeping per stage (state in and out)
+    server_per_client_s: float = 0.0  #: building and routing one client's message per stage
+    machine: str = ""
+    measured: str = ""  #: when (UTC)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SecAggCostConstants:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def _prg(c: SecAggCostConstants, values: int) -> float:
+    return c.prg_s + c.prg_per_value_s * values
+
+
+def _split(c: SecAggCostConstants, shares: int, threshold: int) -> float:
+    return c.share_split_s + c.share_split_per_share_threshold_s * shares * threshold
+
+
+def _combine_seed(c: SecAggCostConstants, shares: int) -> float:
+    return c.combine_seed_s + c.combine_seed_per_share_sq_s * shares**2
+
+
+def _combine_key(c: SecAggCostConstants, shares: int) -> float:
+    return c.combine_key_s + c.combine_key_per_share_sq_s * shares**2
+
+
+def default_threshold(shares: int) -> int:
+    """A majority of the shares (what the measurement uses when no threshold is given)."""
+    return shares // 2 + 1
+
+
+def client_stage_s(stage: str, shares: int, vector_len: int, c: SecAggCostConstants,
+                   threshold: int | None = None) -> float:
+    """One client's CPU seconds in ``stage`` (``vector_len`` = model parameters; the weight factor is added)."""
+    k, values = shares - 1, vector_len + 1
+    base = c.client_stage_overhead_s
+    if stage == "setup":
+        return base + 2 * c.keygen_s
+    if stage == "share_keys":
+        t = default_threshold(shares) if threshold is None else threshold
+        return base + _split(c, shares, t) + k * (c.ecdh_s + c.encrypt_s)
+    if stage == "collect_masked_vectors":
+        return (base + k * (c.decrypt_s + c.ecdh_s) + c.quantize_per_value_s * values
+                + (k + 1) * _prg(c, values) + (k + 2) * c.add_per_value_s * values)
+    if stage == "unmask":
+        return base
+    raise ValueError(f"unknown SecAgg+ stage {stage!r}; stages are {', '.join(STAGES)}")
+
+
+def server_stage_s(stage: str, clients: int, shares: int, vector_len: int, c: SecAggCostConstants,
+                   dropped: int = 0) -> float:
+    """The server's CPU seconds in ``stage`` for ``clients`` sampled, ``dropped`` of them lost after the
+    share exchange (their masked vectors never came, so their pairwise masks must be regenerated)."""
+    if not 0 <= dropped < clients:
+        raise ValueError(f"dropped ({dropped}) must be in 0..clients-1 ({clients - 1})")
+    k, values = shares - 1, vector_len + 1
+    alive = clients - dropped
+    if stage in ("setup", "share_keys"):
+        return clients * c.server_per_client_s  # the server only forwards keys and ciphertexts
+    if stage == "collect_masked_vectors":
+        return clients * c.server_per_client_s + alive * c.add_per_value_s * values
+    if stage == "unmask":
+        # a dropped client's key comes back from its k surviving neighbours, its own share is lost with it
+        per_alive = _combine_seed(c, shares) + _prg(c, values) + c.add_per_value_s * values
+        per_dropped = _combine_key(c, k) + k * (c.ecdh_s + _prg(c, values) + c.add_per_value_s * values)
+        return (alive * (c.server_per_client_s + per_alive) + dropped * per_dropped
+                + c.quantize_per_value_s * values)
+    raise ValueError(f"unknown SecAgg+ stage {stage!r}; stages are {', '.join(STAGES)}")
+
+
+def client_round_s(shares: int, vector_len: int, c: SecAggCostConstants,
+                   threshold: int | None = None) -> dict[str, float]:
+    """One client's CPU seconds per stage of a round."""
+    return {s: client_stage_s(s, shares, vector_len, c, threshold) for s in STAGES}
+
+
+def server_round_s(clients: int, shares: int, vector_len: int, c: SecAggCostConstants,
+                   dropped: int = 0) -> dict[str, float]:
+    """The server's CPU seconds per stage of a round."""
+    return {s: server_stage_s(s, clients, shares, vector_len, c, dropped) for s in STAGES}
+
+
+# ------------------------------------------------------------------------------------ fitting
+
+
+@dataclass
+class PrimitiveSamples:
+    """Timings of one machine: per primitive, (size, seconds) pairs (size: shares·threshold for splits,
+    shares² for combines, values for vector operations; 0 for fixed-size ones)."""
+
+    samples: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+
+    def add(self, primitive: str, size: int, seconds: float) -> None:
+        self.samples.setdefault(primitive, []).append((int(size), float(seconds)))
+
+
+def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares (intercept, slope) through (x, y), clamped at ≥ 0 (a cost is never negative)."""
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    if len(set(xs)) < 2:
+        return max(0.0, statistics.median(ys)), 0.0
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
+    slope = max(0.0, slope)
+    return max(0.0, my - slope * mx), slope
+
+
+def _best(points: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The fastest sample per size: on a shared machine the minimum is the closest to the uncontended cost
+    (other load only ever adds time), the usual microbenchmark estimator."""
+    best: dict[int, float] = {}
+    for size, secs in points:
+        best[size] = min(secs, best.get(size, secs))
+    return sorted(best.items())
+
+
+def _median(points: Iterable[tuple[int, float]]) -> float:
+    return statistics.median(secs for _, secs in _best(points))
+
+
+def fit_constants(samples: PrimitiveSamples, machine: str = "", measured: str = "") -> SecAggCostConstants:
+    """The constants of :class:`SecAggCostConstants` from measured samples: per size the fastest of the
+    repeats, then a least-squares line over sizes.
+
+    ``client_stage`` and ``server_client`` samples (the bookkeeping of a real round's stage) are optional.
+    """
+    s = {name: _best(points) for name, points in samples.samples.items()}
+    split0, split1 = fit_line(s["share_split"])
+    seed0, seed1 = fit_line(s["combine_seed"])
+    key0, key1 = fit_line(s["combine_key"])
+    prg0, prg1 = fit_line(s["prg"])
+    _, quant = fit_line(s["quantize"])
+    _, add = fit_line(s["add"])
+    return SecAggCostConstants(
+        keygen_s=_median(s["keygen"]), ecdh_s=_median(s["ecdh"]), encrypt_s=_median(s["encrypt"]),
+        decrypt_s=_median(s["decrypt"]), share_split_s=split0, share_split_per_share_threshold_s=split1,
+        combine_seed_s=seed0, combine_seed_per_share_sq_s=seed1, combine_key_s=key0,
+        combine_key_per_share_sq_s=key1, prg_s=prg0, prg_per_value_s=prg1,
+        quantize_per_value_s=quant, add_per_value_s=add,
+        client_stage_overhead_s=_median(s["client_stage"]) if s.get("client_stage") else 0.0,
+        server_per_client_s=_median(s["server_client"]) if s.get("server_client") else 0.0,
+        machine=machine, measured=measured)

@@ -1,0 +1,253 @@
+"""The renderers of docs/'s generated tables (:mod:`fedbw.report.docs`), each from data in the repo."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from fedbw.report.doc_blocks import BY_RESULT, md_table, result_table, table
+from fedbw.report.format import fmt_s
+
+AGREEMENT_CMD = ".venv/bin/python benchmarks/agreement.py --case deployment"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:+.1f} %"
+
+
+def _steady(v: dict[str, Any], key: str) -> float | None:
+    values = v.get(key) or []
+    steady = values[1:] or values
+    return statistics.mean(steady) if steady else None
+
+
+def _engine_rows(cases: list[dict[str, Any]], engines: tuple[str, ...]) -> list[list[str]]:
+    rows = []
+    for c in cases:
+        e = c["engines"]
+        cells = [c["case"], str(c["clients"])]
+        cells += [fmt_s(e[k]["steady_round_s"]) if k in e else "-" for k in engines]
+        cells += [_pct(e[k]["vs_emulate"]) if k in e else "-" for k in engines if k != "emulate"]
+        ref = e.get("emulate", {})
+        cells += [f"{fmt_s(_steady(ref, 'comm_s'))} / {fmt_s(_steady(ref, 'compute_s'))} / "
+                  f"{fmt_s(_steady(ref, 'framework_s'))}"]
+        rows.append(cells)
+    return rows
+
+
+@result_table("fidelity.deployment", "agreement-deployment.json", AGREEMENT_CMD)
+def deployment_markdown(data: dict[str, Any]) -> str:
+    engines = ("estimate", "simulate", "emulate")
+    head = ["case", "clients", "estimate", "simulate", "emulate", "estimate vs emulate", "simulate vs emulate",
+            "emulate: comm / compute / framework"]
+    text = md_table(head, _engine_rows(data["cases"], engines), right={1, 2, 3, 4, 5, 6})
+    cal = data.get("calibration", {})
+    return (text + f"\nSteady rounds (2 and later) of each run, means; measured {data['date']} on {data['machine']}; "
+            f"Flower costs from the catalog's calibration ({cal.get('created_utc', '?')}, {cal.get('machine', '?')}).\n")
+
+
+@result_table("fidelity.apps", "agreement-deployment.json", AGREEMENT_CMD, needs="apps")
+def _fidelity_apps(data: dict[str, Any]) -> str:
+    head = ["app", "clients", "simulate --app", "emulate --app", "simulate vs emulate",
+            "emulate: comm / compute / framework"]
+    rows = []
+    for c in data["apps"]:
+        e = c["engines"]
+        ref = e["emulate"]
+        rows.append([c["case"], str(c["clients"]), fmt_s(e["simulate"]["steady_round_s"]),
+                     fmt_s(ref["steady_round_s"]), _pct(e["simulate"]["vs_emulate"]),
+                     f"{fmt_s(_steady(ref, 'comm_s'))} / {fmt_s(_steady(ref, 'compute_s'))} / "
+                     f"{fmt_s(_steady(ref, 'framework_s'))}"])
+    return md_table(head, rows, right={1, 2, 3, 4})
+
+
+@result_table("fidelity.server-bound", "agreement-deployment.json", AGREEMENT_CMD, needs="server_bound")
+def _fidelity_server_bound(data: dict[str, Any]) -> str:
+    head = ["engine", "server link", "round", "slowest download", "waiting for the server link"]
+    rows = []
+    for key, v in data["server_bound"].items():
+        engine, link = key.split("/")
+        rows.append([engine, link, fmt_s(v["round_s"]), fmt_s(v["t_down_s"]),
+                     "-" if v.get("server_link_s") is None else fmt_s(v["server_link_s"])])
+    return md_table(head, rows, right={2, 3, 4})
+
+
+@table("catalog.flower-costs")
+def _catalog_flower_costs(root: Path) -> str:
+    from fedbw.calibration.file import default_calibration
+
+    cal = default_calibration()
+    rows = [[name, fmt_s(c.value), fmt_s(c.spread), str(c.samples), c.how] for name, c in sorted(cal.constants.items())]
+    prov = ", ".join(f"{k} {v}" for k, v in cal.provenance.items() if k != "schema_version")
+    return md_table(["constant", "value", "spread", "samples", "how"], rows, right={1, 2, 3}) + f"\nProvenance: {prov}.\n"
+
+
+EMULATION_CMD = ".venv/bin/python benchmarks/agreement.py --case emulation --rounds 3"
+
+
+def _frac(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f} %"
+
+
+@result_table("fidelity.emulation", "agreement-emulation.json", EMULATION_CMD)
+def emulation_markdown(data: dict[str, Any]) -> str:
+    """emulate vs simulate per client count and dilation: transfers, rounds, and the host's share."""
+    head = ["clients", "dilation", "transfers ≥ 1 s", "within 2 %", "median / max error", "simulate round",
+            "emulate round", "round error", "host share", "host-bound rounds", "host CPU busy"]
+    rows = []
+    for r in data["rows"]:
+        k = f"{r['dilation']:g}×" + (" capped" if r["cpu_capped"] else "") if r["dilation"] > 1 else "none"
+        errs = (f"{_pct(r['transfer_median_abs_error'])} / {_pct(r['transfer_max_abs_error'])}"
+                if r["transfer_median_abs_error"] is not None else "-")
+        rows.append([str(r["clients"]), k, str(r["transfers_ge_1s"]), str(r["transfers_within_2pct"]), errs,
+                     fmt_s(r["simulate_round_s"]), fmt_s(r["emulate_round_s"]), _pct(r["round_error"]),
+                     _frac(r["host_share"]), f"{r['host_bound_rounds']} of {len(r['emulate_rounds_s'])}",
+                     _frac(r["cpu_busy"])])
+    cfg = data.get("config", {})
+    return (md_table(head, rows, right=set(range(2, len(head))))
+            + f"\n{cfg.get('model', {}).get('name', '?')} on {cfg.get('network', {}).get('profile', '?')}, synthetic "
+              f"compute ({cfg.get('clients', {}).get('device_profile', '?')}), {data.get('rounds', '?')} rounds; round "
+              f"figures are means of rounds 2 and later; errors are |emulate / simulate − 1|. Measured {data['date']} "
+              f"on {data['machine']}.\n")
+
+
+SHAPER_CMD = ".venv/bin/python benchmarks/shaper.py"
+
+
+def _f(v: Any, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+@result_table("shaper.accuracy", "shaper.json", SHAPER_CMD)
+def shaper_markdown(data: dict[str, Any]) -> str:
+    """benchmarks/shaper.py's rows: receiver-measured goodput, windows, added latency, proxy CPU."""
+    head = ["mode", "Mbps", "clients", "goodput %", "min %", "max %", "window min %", "window max %",
+            "lat p50 ms", "lat p99 ms", "direct p99 ms", "proxy CPU % core"]
+    rows = []
+    for r in data["rows"]:
+        if "error" in r:
+            rows.append([r["mode"], str(r["rate"]), str(r["clients"]), f"error: {r['error']}"] + ["-"] * 8)
+            continue
+        rows.append([r["mode"], str(r["rate"]), str(r["clients"]), _f(r.get("goodput_pct_median"), ".2f"),
+                     _f(r.get("goodput_pct_min"), ".2f"), _f(r.get("goodput_pct_max"), ".2f"),
+                     _f(r.get("window_pct_min"), ".1f"), _f(r.get("window_pct_max"), ".1f"),
+                     _f(r.get("latency_err_ms_p50"), ".3f"), _f(r.get("latency_err_ms_p99"), ".3f"),
+                     _f(r.get("direct_one_way_ms_p99"), ".3f"), _f(r.get("cpu_pct_core"), ".1f")])
+    m = data.get("machine", {})
+    load = data.get("machine", {}).get("loadavg_start", [None])[0]
+    return (md_table(head, rows, right=set(range(1, len(head))))
+            + f"\nRun {data.get('started', '?')} on {m.get('cpu', '?')}, {m.get('cores', '?')} cores, kernel "
+              f"{m.get('kernel', '?')}, Python {m.get('python', '?')}, uvloop {m.get('uvloop', '-')}; load average "
+              f"{_f(load, '.1f')} at the start, {_f((data.get('loadavg_end') or [None])[0], '.1f')} at the end.\n")
+
+
+@result_table("shaper.targets", "shaper.json", SHAPER_CMD)
+def _shaper_targets(data: dict[str, Any]) -> str:
+    """The shaper's accuracy targets against the latest benchmark rows (proxy mode), with verdicts."""
+    rows = [r for r in data["rows"] if r["mode"] == "proxy" and "error" not in r]
+    if not rows:
+        return "(no proxy rows in benchmarks/results/shaper.json)\n"
+
+    def span(key_lo: str, key_hi: str, fmt: str) -> str:
+        return f"{format(min(r[key_lo] for r in rows), fmt)}–{format(max(r[key_hi] for r in rows), fmt)}"
+
+    gp_ok = all(abs(r["goodput_pct_min"] - 100) <= 0.5 and abs(r["goodput_pct_max"] - 100) <= 0.5 for r in rows)
+    win_ok = [r for r in rows if r["window_pct_min"] >= 98 and r["window_pct_max"] <= 102]
+    lat = [r for r in rows if r.get("latency_err_ms_p50") is not None]
+    lat_ok = all(r["latency_err_ms_p50"] <= 0.5 for r in lat)
+    one80 = [r for r in rows if r["rate"] == 80 and r["clients"] == 1]
+    big = [r for r in rows if r["rate"] == 30 and r["clients"] == 32]
+    table_rows = [
+        ["long-run goodput within ±0.5 %", span("goodput_pct_min", "goodput_pct_max", ".2f") + " %",
+         "met" if gp_ok else "**missed**"],
+        ["every 0.5 s window within ±2 % after 1 s", f"{len(win_ok)} of {len(rows)} rows",
+         "met" if len(win_ok) == len(rows) else "**missed** in some rows"],
+        ["added-latency error p50 ≤ 0.5 ms",
+         (span("latency_err_ms_p50", "latency_err_ms_p50", ".2f") + " ms") if lat else "-",
+         "met" if lat and lat_ok else "**missed**"],
+        ["CPU ≤ 6 % of a core per 80 Mbps link", f"{one80[0]['cpu_pct_core']:.1f} % (1 × 80, incl. the probe link)"
+         if one80 else "-", "-" if not one80 else ("met" if one80[0]["cpu_pct_core"] <= 6 else "**missed**")],
+        ["CPU ≤ 25 % for 32 × 30 Mbps", f"{big[0]['cpu_pct_core']:.1f} %" if big else "-",
+         "-" if not big else ("met" if big[0]["cpu_pct_core"] <= 25 else "**missed**")],
+    ]
+    return md_table(["target", "measured", "verdict"], table_rows, right=set())
+
+
+LINK_CMD = ".venv/bin/python benchmarks/agreement.py --case link --rounds 2"
+SCALE_CMD = ".venv/bin/python benchmarks/agreement.py --case scale"
+
+
+@result_table("fidelity.link", "agreement-link.json", LINK_CMD)
+def link_markdown(data: dict[str, Any]) -> str:
+    """The shaper + network model alone: each payload of ≥ 1 s against the model."""
+    head = ["round", "client", "profile", "dir", "payload B", "model s", "emulate s", "error", "sender idle s",
+            "error w/o sender idle", "whole message s"]
+    rows = [[str(t["round"]), str(t["client"]), t["profile"], t["dir"], f"{t['bytes']:,}", f"{t['predicted_s']:.3f}",
+             f"{t['measured_s']:.3f}", f"{100 * t['error']:+.2f} %", f"{t['sender_idle_s']:.3f}",
+             f"{100 * t['link_limited_error']:+.2f} %", f"{t['message_s']:.3f}"] for t in data["link_transfers"]]
+    sm = data["link_summary"]
+    return (md_table(head, rows, right={1, 4, 5, 6, 7, 8, 9, 10})
+            + f"\n{sm['transfers_ge_1s']} transfers of ≥ 1 s: {sm['raw_within_2pct']} within 2 % raw (median "
+              f"{_pct(sm['raw_median_abs_error'])}, max {_pct(sm['raw_max_abs_error'])}); without the time the sender "
+              f"left the link idle {sm['link_limited_within_2pct']} within 2 % (median "
+              f"{_pct(sm['link_limited_median_abs_error'])}, max {_pct(sm['link_limited_max_abs_error'])}). "
+              f"Measured {data['date']} on {data['machine']}.\n")
+
+
+@result_table("fidelity.scale", "agreement-scale.json", SCALE_CMD)
+def scale_markdown(data: dict[str, Any]) -> str:
+    sc = data["scale"]
+    gb = (sc.get("peak_rss_bytes") or 0) / 1e9
+    rows = [["SuperNodes", str(sc["supernodes"])], ["dilation", f"{sc.get('dilation', 1.0):g}"],
+            ["set-up (SuperLink, shaper, SuperNodes registered)", fmt_s(sc["startup_s"])],
+            ["run (submit → finished)", fmt_s(sc["run_wall_s"])], ["round time", fmt_s(sc["round_time_s"])],
+            ["network part (critical path) / framework", f"{fmt_s(sc['comm_time_s'])} / {fmt_s(sc['framework_time_s'])}"],
+            ["ClientApp start per message, median / max",
+             f"{fmt_s(sc['clientapp_start_median_s'])} / {fmt_s(sc['clientapp_start_max_s'])}"],
+            ["host share of the round", _frac(sc.get("host_share"))],
+            ["peak RSS of all Flower processes", f"{gb:.1f} GB"]]
+    return md_table(["quantity", "value"], rows, right={1}) + f"\nMeasured {data['date']} on {data['machine']}.\n"
+
+
+STUDY_CMD = ("fedbw study experiments/privacy-overhead.toml "
+             "--result benchmarks/results/privacy-overhead.json")
+
+
+@result_table("privacy.overhead", "privacy-overhead.json", STUDY_CMD)
+def _privacy_overhead(data: dict[str, Any]) -> str:
+    """The privacy-overhead study's table, from the study.json it wrote."""
+    from fedbw.report.study import COLUMNS, _cells
+    from fedbw.studies.result import StudyRow
+
+    fields = set(StudyRow.__dataclass_fields__)
+    rows = [StudyRow(**{k: v for k, v in r.items() if k in fields}) for r in data["rows"]]
+    head = [c.format(baseline=data.get("baseline", "plain")) for c in COLUMNS]
+    env = data.get("environment", {})
+    return (md_table(head, [_cells(r) for r in rows], right=set(range(2, len(head))))
+            + f"\n`{data.get('command')}`, started {data.get('started_utc')} on {env.get('platform', '?')}, "
+              f"{env.get('cpu_count', '?')} CPU(s), Python {env.get('python', '?')}, flwr "
+              f"{env.get('packages', {}).get('flwr', '?')}, torch {env.get('packages', {}).get('torch', '?')}.\n")
+
+
+@result_table("datacenter.netns", "allreduce-netns.json", "sudo .venv/bin/python benchmarks/allreduce_netns.py")
+def _datacenter_netns(data: dict[str, Any]) -> str:
+    from fedbw.report.datacenter import netns_markdown
+
+    return netns_markdown(data) + "\n"
+
+
+@result_table("gpu.figures", "gpu.json", ".venv/bin/python benchmarks/gpu.py (on a machine with a GPU)")
+def _gpu_figures(data: dict[str, Any]) -> str:
+    from fedbw.report.datacenter import gpu_markdown
+
+    return gpu_markdown(data) + "\n"
+
+
+def render_result(name: str, data: dict[str, Any]) -> str:
+    """What a benchmark prints after a run: its table, as the docs will show it."""
+    if name in BY_RESULT:
+        return BY_RESULT[name](data)
+    import json
+
+    return json.dumps(data, indent=1)

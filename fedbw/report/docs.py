@@ -1,0 +1,49 @@
+"""Tables in docs/ generated from the data in the repo, never typed by hand.
+
+A doc marks each generated table::
+
+    <!-- fedbw-table: fidelity.deployment -->
+    (generated: do not edit)
+    <!-- /fedbw-table -->
+
+and :data:`TABLES` maps each name to a function that renders it from the repository (usually a
+benchmark's JSON under benchmarks/results/). ``fedbw docs`` rewrites every marked block;
+``fedbw docs --check`` (and a test) fails when a doc no longer matches its data.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fedbw.errors import ConfigError
+from fedbw.report.doc_blocks import BLOCK, TABLES
+import fedbw.report.doc_tables  # noqa: F401,E402 - importing it registers the renderers
+
+
+def render_text(text: str, root: Path, source: str = "doc") -> str:
+    """``text`` with every marked block regenerated."""
+    def replace(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name not in TABLES:
+            raise ConfigError(f"{source}: unknown generated table {name!r}; known: {', '.join(sorted(TABLES))}")
+        return m.group(1) + TABLES[name](root) + m.group(4)
+
+    return BLOCK.sub(replace, text)
+
+
+def docs_with_tables(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "docs").glob("*.md") if BLOCK.search(p.read_text(encoding="utf-8")))
+
+
+def regenerate(root: Path, check: bool = False) -> list[Path]:
+    """Rewrite every doc's generated tables (``check``: only report which differ); the docs that differ."""
+    stale = []
+    for path in docs_with_tables(root):
+        text = path.read_text(encoding="utf-8")
+        new = render_text(text, root, str(path))
+        if new != text:
+            stale.append(path)
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    return stale

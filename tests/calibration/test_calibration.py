@@ -1,0 +1,104 @@
+"""`fedbw calibrate`'s fits recover known constants, and calibration files round-trip or fail clearly."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from fedbw.calibration.file import Calibration, Constant, default_calibration, load_costs, read_calibration, write_calibration
+from fedbw.calibration.measure import fit_hops, fit_process, nonnegative_lstsq
+from fedbw.errors import ConfigError
+from fedbw.netmodel.flower import MIB, FlowerCosts
+
+
+def test_hop_fit_recovers_per_message_object_and_mib_costs() -> None:
+    truth = (0.03, 0.004, 0.02)
+    messages = []
+    for objects, mib in ((4, 0.1), (8, 0.5), (70, 45.0), (3, 4.0), (9, 32.0)):
+        t = truth[0] + truth[1] * objects + truth[2] * mib
+        messages.append({"objects_down": objects, "objects_up": objects, "flower_bytes_down": mib * MIB,
+                         "flower_bytes_up": mib * MIB, "t_down_s": t, "t_up_s": t})
+    fit = fit_hops(messages)
+    assert [fit[k].value for k in ("hop_message_s", "hop_object_s", "hop_s_per_mib")] == pytest.approx(truth, abs=1e-9)
+
+
+def test_process_fit_separates_the_start_the_fixed_work_and_the_local_pull() -> None:
+    costs = FlowerCosts()
+    messages = []
+    for i, mib in enumerate((0.1, 0.5, 45.0) * 4):
+        start = 1.4 + costs.superexec_poll_s / 2
+        messages.append({"model": "m", "client_id": 0, "process_start_s": start, "flower_bytes_down": mib * MIB,
+                         "objects_down": 5, "parts": {"clientapp_start_s": start + 0.8 + 0.004 * mib},
+                         "t_receiving_s": 10.0 * i, "t_sent_s": 10.0 * i + 6.98})
+    fit = fit_process(messages, costs)
+    assert fit["clientapp_start_s"].value == pytest.approx(1.4)
+    assert fit["clientapp_other_s"].value == pytest.approx(0.8)
+    assert fit["local_s_per_mib"].value == pytest.approx(0.004)
+    assert fit["request_s"].value == pytest.approx(0.02)  # 10 − 6.98 − the 3 s sleep
+    assert all(type(c.value) is float for c in fit.values())  # plain floats: the file is TOML
+
+
+def test_nonnegative_least_squares_drops_a_column_that_goes_negative() -> None:
+    import numpy as np
+
+    a = np.array([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]])
+    assert nonnegative_lstsq(a, np.array([3.0, 2.0, 1.0])).tolist() == pytest.approx([2.0, 0.0])
+
+
+def test_a_calibration_file_round_trips_and_feeds_the_model(tmp_path: Path) -> None:
+    cal = Calibration({"clientapp_start_s": Constant(2.5, 0.1, 9, "by hand"), "local_s_per_mib": Constant(0.01, 0, 3, "x")},
+                      {"created_utc": "now", "machine": "test"})
+    path = write_calibration(tmp_path / "cal.toml", cal)
+    back = read_calibration(path)
+    assert back.constants["clientapp_start_s"].value == 2.5 and back.provenance["machine"] == "test"
+    costs = load_costs(str(path))
+    assert costs.clientapp_start_s == 2.5 and costs.local_s_per_mib == 0.01
+    assert costs.request_s == FlowerCosts().request_s  # a constant the file lacks keeps its default
+
+
+def test_secagg_constants_travel_in_the_file_and_the_plan(tmp_path: Path) -> None:
+    from fedbw.config import config_from_dict
+    from fedbw.plan import Plan, build_plan
+
+    crypto = default_calibration().secagg
+    assert crypto is not None
+    cal = Calibration({"request_s": Constant(0.01)}, {"created_utc": "now"}, secagg=crypto)
+    path = write_calibration(tmp_path / "cal.toml", cal)
+    assert read_calibration(path).secagg == crypto
+    cfg = config_from_dict({"engine": "estimate", "clients": {"total": 4, "per_round": 4, "compute": "synthetic"},
+                            "privacy": {"secagg": {"enabled": True, "num_shares": 3}},
+                            "deployment": {"calibration": str(path)}})
+    plan = build_plan(cfg)
+    extra = {ex.stage: ex.client_extra_s for ex in plan.predicted_exchanges(1)}
+    assert extra["share_keys"] > 0 and extra["collect_masked_vectors"] > extra["setup"] > 0
+    assert plan.timeline_options()["server_extra_s"]("unmask", 4) > 0
+    assert Plan.from_json(plan.to_json()).costs == plan.costs  # the apps read the same costs
+    (tmp_path / "bad.toml").write_text("[calibration]\nschema_version = 1\n[secagg]\nkeygen_s = -1\n")
+    with pytest.raises(ConfigError, match=r"\[secagg\] must hold"):
+        read_calibration(tmp_path / "bad.toml")
+
+
+def test_bad_calibration_files_say_what_is_wrong(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found; write one with `fedbw calibrate"):
+        read_calibration(tmp_path / "missing.toml")
+    (tmp_path / "bad.toml").write_text("this is = = not toml")
+    with pytest.raises(ConfigError, match="not a TOML calibration file"):
+        read_calibration(tmp_path / "bad.toml")
+    (tmp_path / "unknown.toml").write_text("[calibration]\nschema_version = 1\n[constants.warp_speed]\nvalue = 9\n")
+    with pytest.raises(ConfigError, match="unknown constant"):
+        read_calibration(tmp_path / "unknown.toml")
+    (tmp_path / "neg.toml").write_text("[calibration]\nschema_version = 1\n[constants.request_s]\nvalue = -1\n")
+    with pytest.raises(ConfigError, match="must be a number >= 0"):
+        read_calibration(tmp_path / "neg.toml")
+
+
+def test_the_shipped_default_is_a_real_calibration_of_every_cpu_cost() -> None:
+    cal = default_calibration()
+    assert cal.provenance.get("created_utc") not in (None, "provisional")
+    cpu = {f.name for f in dataclasses.fields(FlowerCosts)} - {
+        "supernode_idle_poll_s", "superexec_poll_s", "reply_poll_s", "serverapp_poll_s", "backoff_first_s",
+        "backoff_cap_s", "object_workers"}  # Flower's own intervals, read from its source
+    assert cpu - {"secagg"} <= set(cal.constants), f"not calibrated: {sorted(cpu - {'secagg'} - set(cal.constants))}"
+    assert cal.secagg is not None and cal.costs().secagg == cal.secagg  # SecAgg+'s crypto, for its stages

@@ -1,0 +1,79 @@
+"""Host-bound detection: time the host held per message and per round, CPU samples, the flag."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedbw.engines.emulate.attribution import MessageTimes, round_records
+from fedbw.engines.emulate.federation import auto_dilation, resolve_dilation
+from fedbw.engines.emulate.host import HostSample, HostSampler, host_round, host_round_for, stage_host_s
+from fedbw.engines.emulate.recorder import worst_start_s
+from fedbw.netmodel.flower import FlowerCosts
+from fedbw.results.host_record import HOST_BOUND_SHARE, HostRound
+from fedbw.results.records import RecordWriter, read_records
+
+
+def test_a_message_loses_its_idle_link_time_and_a_late_start() -> None:
+    bulk = {"down_sender_idle_s": 0.2, "up_sender_idle_s": 0.3}
+    assert stage_host_s({"clientapp_start_s": 1.0}, bulk, worst_start_s=3.1) == pytest.approx(0.5)
+    assert stage_host_s({"clientapp_start_s": 4.1}, bulk, worst_start_s=3.1) == pytest.approx(1.5)
+    assert stage_host_s({"clientapp_start_s": 9.0}, {}, worst_start_s=None) == 0.0  # no cost model: idle only
+
+
+def test_worst_start_is_the_full_task_poll_plus_the_calibrated_start_with_margin() -> None:
+    costs = FlowerCosts(superexec_poll_s=1.0, clientapp_start_s=1.4, clientapp_other_s=0.35)
+    assert worst_start_s(costs) == pytest.approx(1.0 + 1.2 * 1.75)
+    assert worst_start_s(costs, cpu_speed=0.5) == pytest.approx(1.0 + 1.2 * 3.5)  # a phone starts slower
+    assert worst_start_s(None) is None
+
+
+def test_host_round_reads_cpu_busy_and_device_time_over_the_window() -> None:
+    samples = [HostSample(10.0, 100.0, {0: 1.0, 1: 2.0}, {0: 0.0, 1: 0.0}),
+               HostSample(20.0, 130.0, {0: 4.0, 1: 3.0}, {0: 2.0, 1: 4.0})]
+    h = host_round(0.4, 10.0, 10.0, 20.0, samples, cores=2, clients=[0, 1], dilation=2.0, capped=True)
+    # 30 busy CPU-s over 10 emulated s = 20 real s on 2 cores
+    assert h.cpu_busy == pytest.approx(0.75)
+    assert h.device_cpu_s == pytest.approx(4.0) and h.device_throttled_s == pytest.approx(3.0)
+    assert h.share == pytest.approx(0.04) and not h.bound
+    bound = host_round(HOST_BOUND_SHARE * 10.0, 10.0, 10.0, 20.0, [], 2, [0], dilation=1.0, capped=False)
+    assert bound.bound and bound.cpu_busy is None
+
+
+def _times(cid: int, t0: float, host: float) -> MessageTimes:
+    return MessageTimes(cid, "train", 1e6, 1e6, 1e6, 1e6, t0, t0 + 10.0, 2.0, 1.0, 3.0, t_host_s=host,
+                        parts={"serverapp_poll_s": 0.5})
+
+
+def test_the_round_counts_the_critical_clients_host_time_and_stages_keep_theirs() -> None:
+    times = [_times(0, 0.0, 0.2), _times(1, 0.5, 2.0)]  # client 1 finishes last: it holds the stage
+    clients, rec = round_records("r", "emulate", 1, times, {0: "home-30", 1: "home-30"}, [0, 1], [],
+                                 host=host_round_for(None, [0, 1]))
+    assert rec.host is not None and rec.host.lost_s == pytest.approx(2.0)
+    assert rec.host.share == pytest.approx(2.0 / rec.round_time_s) and rec.host_bound
+    assert [c.stages[0].t_host_s for c in clients] == [0.2, 2.0]
+    _, plain = round_records("r", "emulate", 1, times, {}, [0, 1], [])
+    assert plain.host is None and plain.host_bound is None
+
+
+def test_host_records_survive_the_records_file(tmp_path) -> None:  # noqa: ANN001
+    times = [_times(0, 0.0, 1.0)]
+    clients, rec = round_records("r", "emulate", 1, times, {0: "home-30"}, [0], [], host=host_round_for(None, [0]))
+    with RecordWriter(tmp_path / "records.jsonl", run_id="r", engine="emulate") as w:
+        w.write([*clients, rec])
+    back = read_records(tmp_path / "records.jsonl")
+    assert back.rounds[0].host == rec.host and back.clients[0].stages[0].t_host_s == 1.0
+    assert isinstance(back.rounds[0].host, HostRound)
+
+
+def test_the_sampler_samples_at_most_every_half_second() -> None:
+    s = HostSampler({}, lambda t: t)
+    s.maybe_sample()
+    s.maybe_sample()
+    assert len(s.samples) == 1 and s.samples[0].busy_cpu_s > 0 and not s.capped
+
+
+def test_auto_dilation_gives_every_device_a_core() -> None:
+    assert auto_dilation(2, cores=2) == 3  # (2 + 2 server cores) / 1.5 usable cores
+    assert auto_dilation(8, cores=2) == 7
+    assert auto_dilation(1, cores=64) == 1
+    assert resolve_dilation("auto", 4, cores=2) == 4.0 and resolve_dilation(2.5, 4) == 2.5

@@ -1,0 +1,71 @@
+"""The SecAgg+ CPU-cost model counts the primitives Flower's code runs, stage by stage."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fedbw.netmodel.secagg_cost import (
+    STAGES,
+    PrimitiveSamples,
+    SecAggCostConstants,
+    client_round_s,
+    client_stage_s,
+    fit_constants,
+    fit_line,
+    server_round_s,
+    server_stage_s,
+)
+
+ZERO = SecAggCostConstants(**{f.name: 0.0 for f in dataclasses.fields(SecAggCostConstants)
+                              if f.type in ("float", float)})
+
+
+def only(**kw) -> SecAggCostConstants:
+    return dataclasses.replace(ZERO, **kw)
+
+
+def test_client_counts_per_stage():
+    shares, length = 5, 1000  # k = 4 neighbours, 1,001 values with the weight factor
+    assert client_round_s(shares, length, only(keygen_s=1)) == {"setup": 2, "share_keys": 0,
+                                                                "collect_masked_vectors": 0, "unmask": 0}
+    assert client_stage_s("share_keys", shares, length, only(ecdh_s=1)) == 4
+    assert client_stage_s("collect_masked_vectors", shares, length, only(ecdh_s=1)) == 4  # pairwise masks
+    assert client_stage_s("share_keys", shares, length, only(share_split_per_share_threshold_s=1), threshold=3) == 15
+    assert client_stage_s("collect_masked_vectors", shares, length, only(prg_s=1)) == 5  # own + 4 pairwise
+    assert client_stage_s("collect_masked_vectors", shares, length, only(prg_per_value_s=1)) == 5 * 1001
+    assert set(client_round_s(shares, length, only(client_stage_overhead_s=1)).values()) == {1}
+    with pytest.raises(ValueError, match="stages are"):
+        client_stage_s("fit", shares, length, ZERO)
+
+
+def test_server_regenerates_masks_for_every_dropped_client():
+    n, shares, length = 10, 5, 1000
+    assert server_stage_s("unmask", n, shares, length, only(prg_s=1)) == 10  # each survivor's own mask
+    assert server_stage_s("unmask", n, shares, length, only(prg_s=1), dropped=2) == 8 + 2 * 4  # + pairwise
+    assert server_stage_s("unmask", n, shares, length, only(ecdh_s=1), dropped=2) == 2 * 4
+    assert server_stage_s("unmask", n, shares, length, only(combine_key_per_share_sq_s=1), dropped=1) == 4**2
+    assert server_stage_s("unmask", n, shares, length, only(combine_seed_per_share_sq_s=1), dropped=1) == 9 * 25
+    assert server_stage_s("collect_masked_vectors", n, shares, length, only(add_per_value_s=1), dropped=3) == 7 * 1001
+    assert server_round_s(n, shares, length, only(keygen_s=1)) == dict.fromkeys(STAGES, 0.0)  # clients make keys
+    with pytest.raises(ValueError, match="dropped"):
+        server_stage_s("unmask", n, shares, length, ZERO, dropped=n)
+
+
+def test_fit_takes_the_fastest_repeat_per_size_and_a_line_over_sizes():
+    assert fit_line([(1, 3.0), (2, 5.0), (3, 7.0)]) == pytest.approx((1.0, 2.0))
+    assert fit_line([(1, 2.0), (1, 4.0)]) == (3.0, 0.0)
+    s = PrimitiveSamples()
+    for name in ("keygen", "ecdh", "encrypt", "decrypt"):
+        s.add(name, 0, 0.5)
+        s.add(name, 0, 0.1)  # load only adds time: the fastest repeat counts
+    for name in ("share_split", "combine_seed", "combine_key", "prg", "quantize", "add"):
+        for x in (10, 20, 30):
+            s.add(name, x, 1.0 + 0.01 * x)
+            s.add(name, x, 9.0)
+    c = fit_constants(s, machine="m")
+    assert c.keygen_s == c.ecdh_s == 0.1 and c.machine == "m"
+    assert (c.prg_s, c.prg_per_value_s) == pytest.approx((1.0, 0.01))
+    assert c.client_stage_overhead_s == 0.0
+    assert SecAggCostConstants.from_json(c.to_json()) == c

@@ -1,0 +1,76 @@
+"""Every generated table in docs/ matches the data it is generated from (benchmark JSON, the catalog)."""
+
+from pathlib import Path
+
+from fedbw.report.doc_blocks import BLOCK
+from fedbw.report.docs import regenerate, render_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_docs_match_their_data():
+    stale = regenerate(ROOT, check=True)
+    assert not stale, f"run `fedbw docs` (docs differ from their data): {stale}"
+
+
+def test_a_hand_edited_table_is_caught_and_unknown_tables_refused():
+    text = "x\n<!-- fedbw-table: catalog.flower-costs -->\n| typed by hand |\n<!-- /fedbw-table -->\n"
+    new = render_text(text, ROOT)
+    assert new != text and "| typed by hand |" not in new and BLOCK.search(new)
+    import pytest
+
+    from fedbw.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown generated table"):
+        render_text("<!-- fedbw-table: nope -->\n<!-- /fedbw-table -->", ROOT)
+
+
+def _result(tmp: Path, name: str, data: dict) -> Path:
+    import json
+
+    path = tmp / "benchmarks" / "results" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return tmp
+
+
+def test_every_registered_table_renders_without_data_and_says_how_to_make_it(tmp_path: Path) -> None:
+    from fedbw.report.doc_blocks import TABLES
+
+    for name, render in TABLES.items():
+        text = render(tmp_path)  # an empty repository: no results yet
+        assert text.endswith("\n"), name
+        if name.startswith(("fidelity.", "shaper.")):
+            assert "no data yet" in text and "benchmarks/" in text, name
+
+
+def test_the_emulation_table_shows_each_row_from_its_data(tmp_path: Path) -> None:
+    from fedbw.report.doc_blocks import TABLES
+
+    row = {"clients": 4, "dilation": 4.0, "cpu_capped": True, "transfers_ge_1s": 16, "transfers_within_2pct": 15,
+           "transfer_median_abs_error": 0.004, "transfer_max_abs_error": 0.031, "simulate_round_s": 30.0,
+           "emulate_round_s": 30.9, "round_error": 0.03, "host_share": 0.02, "host_bound_rounds": 0,
+           "emulate_rounds_s": [31.0, 30.9, 30.9], "cpu_busy": 0.7}
+    root = _result(tmp_path, "agreement-emulation.json",
+                   {"rows": [row], "date": "2026-12-01", "machine": "test box", "rounds": 3,
+                    "config": {"model": {"name": "resnet18"}, "network": {"profile": "home-30"},
+                               "clients": {"device_profile": "desktop-gpu"}}})
+    text = TABLES["fidelity.emulation"](root)
+    assert "| 4 | 4× capped | 16 | 15 | +0.4 % / +3.1 % | 30.00 s | 30.90 s | +3.0 % | 2 % | 0 of 3 | 70 % |" in text
+    assert "test box" in text and "resnet18 on home-30" in text
+
+
+def test_the_shaper_targets_follow_the_data(tmp_path: Path) -> None:
+    from fedbw.report.doc_blocks import TABLES
+
+    def row(rate: int, n: int, cpu: float, win: tuple[float, float]) -> dict:
+        return {"mode": "proxy", "rate": rate, "clients": n, "goodput_pct_median": 100.0, "goodput_pct_min": 99.9,
+                "goodput_pct_max": 100.1, "window_pct_min": win[0], "window_pct_max": win[1],
+                "latency_err_ms_p50": 0.2, "latency_err_ms_p99": 2.0, "direct_one_way_ms_p99": 0.5, "cpu_pct_core": cpu}
+
+    root = _result(tmp_path, "shaper.json", {"rows": [row(80, 1, 4.0, (99, 101)), row(30, 32, 31.0, (93, 107))],
+                                             "machine": {"cpu": "x", "cores": 2}, "started": "now"})
+    text = TABLES["shaper.targets"](root)
+    assert "| CPU ≤ 6 % of a core per 80 Mbps link | 4.0 % (1 × 80, incl. the probe link) | met |" in text
+    assert "| CPU ≤ 25 % for 32 × 30 Mbps | 31.0 % | **missed** |" in text
+    assert "1 of 2 rows" in text and "| 80 | 1 | 100.00 |" in TABLES["shaper.accuracy"](root)
