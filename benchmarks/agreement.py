@@ -11,6 +11,9 @@ Cases (``--case``):
 * ``emulation`` (issue 11): emulate against simulate (framework and server-link model on) per transfer
   and per round, ResNet-18 with 2, 4 and 8 clients, with and without time dilation, the host-bound
   share beside each row. Targets with dilation: transfers of ≥ 1 s within 2 %, rounds within 5 %.
+* ``privacy`` (issue 10): the privacy-overhead study (experiments/privacy-overhead.toml, simulate,
+  re-timed under the deployment model) against an emulate run of each variant's own config (dilated):
+  steady round times. Target: within 15 %.
 * ``link``: the shaper + network model alone, a one-array app, transfers ≥ 1 s (target ±2 %).
 * ``scale``: N SuperNodes on this machine: set-up, round time, memory, framework time.
 
@@ -254,6 +257,36 @@ def emulation_row(n: int, sim: Any, emu: Any) -> dict[str, Any]:
     }
 
 
+STUDY_FILE = ROOT / "experiments" / "privacy-overhead.toml"
+
+
+def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
+    """Each study variant: its re-timed row on the base's own profile against emulate of the same config."""
+    from fedbw.config import config_to_dict
+    from fedbw.studies import load_study, run_study
+
+    study = load_study(STUDY_FILE, [f"training.rounds={rounds}", f"output_dir={json.dumps(str(out))}"])
+    res = run_study(study)
+    profile = study.variants[0].config.network.profile
+    k: Any = "auto" if dilation == "auto" else float(dilation)
+    rows = []
+    for v in study.variants:
+        emu = run({**config_to_dict(v.config), "name": f"privacy-{v.name}", "emulate": {"dilation": k}},
+                  "emulate", out)
+        sim = next(r for r in res.rows if r.variant == v.name and r.profile == profile)
+        steady = [r for r in emu.rounds if r.round >= 2] or emu.rounds
+        e_round = statistics.mean(r.round_time_s for r in steady) if steady else None
+        host = [r.host for r in emu.rounds if r.host is not None]
+        rows.append({"variant": v.name, "profile": profile, "simulate_round_s": sim.round_time_s,
+                     "simulate_framework_s": sim.framework_time_s, "emulate_round_s": e_round,
+                     "emulate_framework_s": statistics.mean(r.framework_time_s for r in steady) if steady else None,
+                     "error": (e_round / sim.round_time_s - 1) if e_round and sim.round_time_s else None,
+                     "emulate_rounds": len(emu.rounds), "dilation": host[0].dilation if host else 1.0,
+                     "host_share": statistics.mean(h.share for h in host) if host else None,
+                     "host_bound_rounds": sum(h.bound for h in host)})
+    return {"rows": rows, "rounds": rounds, "study": str(STUDY_FILE.relative_to(ROOT))}
+
+
 def machine() -> str:
     import os
 
@@ -262,11 +295,11 @@ def machine() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--case", choices=("deployment", "emulation", "link", "scale"), default="deployment")
+    ap.add_argument("--case", choices=("deployment", "emulation", "privacy", "link", "scale"), default="deployment")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--clients", default=None, help="client counts, comma-separated (deployment: 1,2; emulation: 2,4,8)")
     ap.add_argument("--dilations", default="1,auto", help="emulation: dilations to run, comma-separated (K or auto)")
-    ap.add_argument("--dilation", default="auto", help="deployment, scale: emulate's dilation (K or auto)")
+    ap.add_argument("--dilation", default="auto", help="deployment, privacy, scale: emulate's dilation (K or auto)")
     ap.add_argument("--skip-apps", action="store_true", help="deployment: skip simulate/emulate --app")
     ap.add_argument("--scale-clients", type=int, default=16)
     ap.add_argument("--link-params", type=int, default=4_000_000, help="float32 parameters of the link check's app")
@@ -282,6 +315,8 @@ def main() -> None:
         elif args.case == "emulation":
             report.update(emulation(out, args.rounds, [int(c) for c in (args.clients or "2,4,8").split(",")],
                                     args.dilations.split(",")))
+        elif args.case == "privacy":
+            report.update(privacy(out, args.rounds, args.dilation))
         elif args.case == "link":
             report["link_transfers"] = link_fidelity(args.link_params, args.rounds)
             report["link_summary"] = summarize(report["link_transfers"])

@@ -230,6 +230,42 @@ def _privacy_overhead(data: dict[str, Any]) -> str:
               f"{env.get('packages', {}).get('flwr', '?')}, torch {env.get('packages', {}).get('torch', '?')}.\n")
 
 
+PRIVACY_CHECK_CMD = ".venv/bin/python benchmarks/agreement.py --case privacy --rounds 2"
+
+
+@result_table("fidelity.privacy", "agreement-privacy.json", PRIVACY_CHECK_CMD)
+def privacy_check_markdown(data: dict[str, Any]) -> str:
+    """The privacy study's re-timed rounds against emulate of each variant."""
+    head = ["variant", "profile", "study (simulate, re-timed)", "emulate", "error", "framework: study / emulate",
+            "dilation", "host share", "host-bound rounds"]
+    rows = [[r["variant"], r["profile"], fmt_s(r["simulate_round_s"]), fmt_s(r["emulate_round_s"]), _pct(r["error"]),
+             f"{fmt_s(r['simulate_framework_s'])} / {fmt_s(r['emulate_framework_s'])}", f"{r['dilation']:g}×",
+             _frac(r["host_share"]), f"{r['host_bound_rounds']} of {r['emulate_rounds']}"] for r in data["rows"]]
+    return (md_table(head, rows, right={2, 3, 4, 5, 6, 7, 8})
+            + f"\n`{data['study']}` with {data['rounds']} rounds; means of rounds 2 and later. Measured {data['date']} "
+              f"on {data['machine']}.\n")
+
+
+SERVER_LINK_CMD = ".venv/bin/python benchmarks/server_link.py"
+
+
+@result_table("methodology.server-link", "server-link.json", SERVER_LINK_CMD)
+def server_link_markdown(data: dict[str, Any]) -> str:
+    """The shaper's shared server link against the model's water-filling, per client."""
+    a = data["args"]
+    head = ["starts", "client", "start", "measured", "model", "error"]
+    rows = []
+    for case in data["cases"]:
+        rep = case["median_repeat"]
+        label = "together" if case["stagger_s"] == 0 else f"every {case['stagger_s']:g} s"
+        rows += [[label, str(r["client"]), fmt_s(r["start_s"]), fmt_s(r["measured_s"]), fmt_s(r["model_s"]),
+                  _pct(r["error"])] for r in rep["rows"]]
+    return (md_table(head, rows, right={2, 3, 4, 5})
+            + f"\n{a['clients']} clients × {a['client_mbps']:g} Mbps down behind a {a['server_mbps']:g} Mbps server "
+              f"uplink, {a['mbytes']:g} MB each, through the shaper process; the median of {a['repeats']} repeats "
+              f"(by its worst client). Measured {data['date']} on {data['machine']}.\n")
+
+
 @result_table("datacenter.netns", "allreduce-netns.json", "sudo .venv/bin/python benchmarks/allreduce_netns.py")
 def _datacenter_netns(data: dict[str, Any]) -> str:
     from fedbw.report.datacenter import netns_markdown
