@@ -217,7 +217,9 @@ def test_simulate_study_measures_packed_secagg_within_the_uplink_target(tmp_path
     plain, packed = rows[("plain", "home-30")], rows[("packed", "home-30")]
     assert plain.steady_rounds == [1] and plain.accuracy is not None
     assert 1.0 < packed.uplink_ratio <= 1.02  # the masked vector, packed, vs the plain float32 update
-    assert packed.round_time_s > rows[("packed", "home-80")].round_time_s
+    # the slower uplink moves the masked vectors later; Flower's poll grid may absorb it in the round
+    assert packed.comm_time_s > rows[("packed", "home-80")].comm_time_s
+    assert packed.round_time_s >= rows[("packed", "home-80")].round_time_s
     # the re-timing used the bytes the apps measured, not the estimate's prediction
     events = (res.run_dirs["packed"] / "events.jsonl").read_text()
     assert '"stage": "collect_masked_vectors"' in events

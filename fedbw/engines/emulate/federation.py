@@ -228,7 +228,8 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                       for c in clients]
             shaper = ShaperProcess(sup, workdir, routes, env=dict(os.environ), interval_s=sample_interval_s,
                                    shared_link=None if shared_link is None else shared_link.dilated(warp.factor),
-                                   to_time=warp.emulated if warp.active else None, time_scale=1.0 / warp.factor)
+                                   to_time=warp.emulated if warp.active else None, time_scale=1.0 / warp.factor,
+                                   cpu_group=groups.get(SHAPER))
             n = len(clients)
             for c in clients:
                 node_cfg = {"partition-id": c.client_id, "num-partitions": n, **dict(c.node_config)}
@@ -238,7 +239,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
             startup_s = time.perf_counter() - t0
             t_submit = time.perf_counter()
             run_id = dep.submit(app_dir, run_config)
-            host = HostSampler({k: g for k, g in groups.items() if k != SERVER},
+            host = HostSampler({k: g for k, g in groups.items() if k >= 0},
                                warp.emulated if warp.active else (lambda t: t), warp.factor)
             live = Live(shaper, {c.client_id: dep.supernodes[f"client-{c.client_id}"] for c in clients}, warp, host)
             peak = {"rss": 0, "next": 0.0}
@@ -289,6 +290,8 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
 
 #: The CPU group of the SuperLink side (SuperLink, its SuperExec, the ServerApp).
 SERVER = -1
+#: The shaper's group: not capped (it must run in real time), weighted like the devices.
+SHAPER = -2
 #: Cores of this host kept for the shaper and fedbw itself when dilation is chosen automatically.
 RESERVED_CORES = 0.5
 #: The server's cores in emulated time (SuperLink, its SuperExec, the ServerApp).
@@ -317,7 +320,8 @@ def _cpu_groups(stack: contextlib.ExitStack, clients: Sequence[EmulatedClient], 
         return None, {}, (f"devices not CPU-capped ({root}): their CPU work costs 1/{warp.factor:g} of what it "
                           "would on a device of their own")
     caps = stack.enter_context(CpuCaps(root))
-    groups = {SERVER: caps.group("server", SERVER_CORES / warp.factor)}
+    groups = {SERVER: caps.group("server", SERVER_CORES / warp.factor),
+              SHAPER: caps.group("shaper", float(os.cpu_count() or 1))}
     for c in clients:
         groups[c.client_id] = caps.group(f"client-{c.client_id}", c.cpu_speed / warp.factor)
     return caps, groups, None

@@ -24,11 +24,14 @@ SHAPER_WAVE = -1
 
 
 class ShaperProcess:
-    """``python -m fedbw.shaper.service`` for ``routes``; its ports and its link series."""
+    """``python -m fedbw.shaper.service`` for ``routes``; its ports and its link series. With
+    ``cpu_group`` the shaper runs in that cgroup (devices are capped there; the shaper is not, but shares
+    their high weight, so other work on the host does not delay its bytes)."""
 
     def __init__(self, sup: Supervisor, workdir: Path, routes: Sequence[Any], *, shared_link: Any = None,
                  env: dict[str, str], interval_s: float = DEFAULT_INTERVAL_S,
-                 to_time: Callable[[float], float] | None = None, time_scale: float = 1.0) -> None:
+                 to_time: Callable[[float], float] | None = None, time_scale: float = 1.0,
+                 cpu_group: Any = None) -> None:
         logs = workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.series_path = logs / "link-series.jsonl"
@@ -37,6 +40,8 @@ class ShaperProcess:
         self.interval_s = interval_s
         self.child = sup.start("shaper", [sys.executable, "-m", "fedbw.shaper.service", str(spec)], env,
                                logs / "shaper.log", wave=SHAPER_WAVE)
+        if cpu_group is not None:  # uncapped, but weighted above the host's other work (processes/cpu_cap.py)
+            cpu_group.add(self.child.pid)
         try:
             line = self.child.wait_for_line(READY, STARTUP_TIMEOUT_S)
         except RunError as exc:
