@@ -47,10 +47,14 @@ SCALE_CONFIG: dict[str, Any] = {
 }
 
 
+#: ``--reuse DIR``: finished run directories of an earlier, interrupted run of this benchmark.
+REUSE: list[Path] = []
+
+
 def run(cfg_dict: dict[str, Any], engine: str, out: Path) -> Any:
     cfg = config_from_dict({**cfg_dict, "engine": engine, "output_dir": str(out)})
     t0 = time.perf_counter()
-    result = run_experiment(cfg)
+    result = _reused(cfg) or run_experiment(cfg)
     print(f"  {engine}: {len(result.rounds)} round(s) in {time.perf_counter() - t0:.1f} s → {result.run_dir}",
           flush=True)
     return result
@@ -139,7 +143,7 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
             cases.append(case_row(name, n, {e: r.rounds for e, r in runs.items()}))
     apps: list[dict[str, Any]] = []
     if not skip_apps:
-        for n in clients_list:
+        for n in [n for n in clients_list if n >= APP_MIN_NODES]:
             sim = simulate_app(QUICKSTART_APP, n, "home-30", rounds=rounds, out_dir=out / f"app-sim-{n}")
             emu = run_app(QUICKSTART_APP, n, "home-30", rounds=rounds, out_dir=out / f"app-emu-{n}",
                           dilation="auto" if dilation == "auto" else float(dilation))
@@ -193,6 +197,9 @@ DEPLOYMENT_CASES: list[tuple[str, dict[str, Any]]] = [
       "network": {"profile": "home-50"}}),
 ]
 QUICKSTART_APP = ROOT / "tests" / "engines" / "fixtures" / "quickstart_app"
+#: The fixture, like Flower's templates, uses FedAvg's default min_available_nodes = 2: with one
+#: client its ServerApp waits for a second node for ever.
+APP_MIN_NODES = 2
 SERVER_BOUND_CONFIG: dict[str, Any] = {
     "seed": 0, "model": {"name": "resnet18"}, "training": {"rounds": 2},
     "clients": {"total": 20, "per_round": 20, "compute": "synthetic", "device_profile": "dc-gpu"},
@@ -267,12 +274,15 @@ def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
 
     study = load_study(STUDY_FILE, [f"training.rounds={rounds}", f"output_dir={json.dumps(str(out))}"])
     res = run_study(study)
-    profile = study.variants[0].config.network.profile
+    # the base's own profile when the study re-times onto it, else the study's first: a row exists for it
+    base_profile = study.variants[0].config.network.profile
+    profile = base_profile if base_profile in study.profiles else study.profiles[0]
     k: Any = "auto" if dilation == "auto" else float(dilation)
     rows = []
     for v in study.variants:
-        emu = run({**config_to_dict(v.config), "name": f"privacy-{v.name}", "emulate": {"dilation": k}},
-                  "emulate", out)
+        cfg = config_to_dict(v.config)
+        emu = run({**cfg, "name": f"privacy-{v.name}", "emulate": {"dilation": k},
+                   "network": {**cfg["network"], "profile": profile}}, "emulate", out)
         sim = next(r for r in res.rows if r.variant == v.name and r.profile == profile)
         steady = [r for r in emu.rounds if r.round >= 2] or emu.rounds
         e_round = statistics.mean(r.round_time_s for r in steady) if steady else None
@@ -293,6 +303,27 @@ def machine() -> str:
     return f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}"
 
 
+def _reused(cfg: Any) -> Any:
+    """A finished run of the same config in a ``--reuse`` directory (its records, as the run returned
+    them), so that an interrupted benchmark resumes instead of measuring every case again."""
+    from types import SimpleNamespace
+
+    from fedbw.config import config_to_dict
+    from fedbw.results.records import load_records
+
+    want = {k: v for k, v in config_to_dict(cfg).items() if k not in ("output_dir", "device")}
+    for d in sorted(p for base in REUSE for p in base.glob(f"{cfg.name}-{cfg.engine}-*")):
+        try:
+            done = json.loads((d / "resolved_config.json").read_text())
+            clients, rounds = load_records(d)
+        except (OSError, ValueError):
+            continue
+        same = all(done.get(k) == v for k, v in want.items() if k in done)  # sections added since: defaults
+        if same and len(rounds) == cfg.training.rounds:
+            return SimpleNamespace(rounds=rounds, clients=clients, run_dir=d)
+    return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--case", choices=("deployment", "emulation", "privacy", "link", "scale"), default="deployment")
@@ -303,8 +334,11 @@ def main() -> None:
     ap.add_argument("--skip-apps", action="store_true", help="deployment: skip simulate/emulate --app")
     ap.add_argument("--scale-clients", type=int, default=16)
     ap.add_argument("--link-params", type=int, default=4_000_000, help="float32 parameters of the link check's app")
+    ap.add_argument("--reuse", type=Path, action="append", default=[],
+                    help="a directory of finished runs from an interrupted run of this benchmark (resumed, not rerun)")
     ap.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/agreement-<case>.json")
     args = ap.parse_args()
+    REUSE.extend(args.reuse)
     report: dict[str, Any] = {"case": args.case, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "machine": machine()}
     with tempfile.TemporaryDirectory(prefix="fedbw-agreement-") as tmp:

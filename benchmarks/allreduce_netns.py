@@ -30,7 +30,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,13 +67,10 @@ def _sh(*cmd: str) -> None:
 
 
 def unavailable() -> str | None:
-    """Why the namespace check cannot run here, or None."""
-    if os.geteuid() != 0:
-        return "not root: creating network namespaces and tc qdiscs needs root"
-    for tool in ("ip", "tc"):
-        if shutil.which(tool) is None:
-            return f"`{tool}` not found (install iproute2)"
-    return None
+    """Why the namespace check cannot run here, or None (fedbw.netns says it for every namespace user)."""
+    from fedbw.netns import unavailable as why_not
+
+    return why_not()
 
 
 class NetnsLinks:

@@ -1,6 +1,12 @@
 """Shaper accuracy and cost: receiver-measured goodput, 0.5 s windows, added latency, proxy CPU.
 
 Usage: .venv/bin/python benchmarks/shaper.py [--quick] [--loop uvloop|asyncio] [--no-kernel]
+       [--only 30x32,80x1] [--repeat N] [--baseline-src DIR] [--out FILE]
+
+The CPU targets (issue 15), the new shaper beside the last committed one, alternating, medians:
+  git archive HEAD fedbw | tar -x -C /tmp/fedbw-shaper-base
+  .venv/bin/python benchmarks/shaper.py --only 30x32,80x1 --no-kernel --repeat 3 \
+      --baseline-src /tmp/fedbw-shaper-base --out benchmarks/results/shaper-cpu.json
 
 Three processes per configuration, so the proxy's CPU can be read from /proc on its own:
   recv   the upstream: counts payload bytes per client in 0.5 s bins at the moment it reads them
@@ -27,7 +33,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import statistics
 import struct
 import subprocess
@@ -207,6 +212,8 @@ def role_send(args: argparse.Namespace) -> None:
 # orchestration
 # ---------------------------------------------------------------------------------------------
 TRAFFIC_NICE = 0
+#: Seconds the three processes of a row get to start before traffic begins (--setup-s).
+SETUP_S = 3.0
 
 
 def _spawn(sup: Supervisor, role_args: list[str], netns: str | None = None) -> Child:
@@ -221,8 +228,11 @@ def _spawn(sup: Supervisor, role_args: list[str], netns: str | None = None) -> C
 
 
 def _spawn_shaper(sup: Supervisor, up_port: int, routes: list[dict[str, Any]], loop_kind: str,
-                  quantum_s: float | None) -> Child:
-    """The shaper as emulate runs it: ``python -m fedbw.shaper.service`` with its link-series sampler on."""
+                  quantum_s: float | None, src: Path = ROOT) -> Child:
+    """The shaper as emulate runs it: ``python -m fedbw.shaper.service`` with its link-series sampler on.
+
+    ``src``: the tree whose ``fedbw`` the shaper process imports (``--baseline-src``: an older shaper
+    measured side by side with this one)."""
     from fedbw.shaper import ClientRoute, LinkSpec
     from fedbw.shaper.service import write_spec
 
@@ -233,7 +243,7 @@ def _spawn_shaper(sup: Supervisor, up_port: int, routes: list[dict[str, Any]], l
                       series=LOG_DIR / f"proxy-{n}-series.jsonl", quantum_s=quantum_s,
                       use_uvloop=loop_kind == "uvloop")
     return sup.start(f"proxy-{n}", [sys.executable, "-m", "fedbw.shaper.service", str(spec)],
-                     {**os.environ, "PYTHONPATH": str(ROOT)}, LOG_DIR / f"proxy-{n}.log", stamp=False)
+                     {**os.environ, "PYTHONPATH": str(src)}, LOG_DIR / f"proxy-{n}.log", stamp=False)
 
 
 def _ready(child: Child) -> Any:
@@ -297,10 +307,10 @@ def _analyze(result: dict[str, Any], rate_mbps: float, duration_s: float) -> dic
 
 
 def run_proxy(rate: float, clients: int, duration: float, loop_kind: str,
-              quantum_s: float | None = None) -> dict[str, Any]:
+              quantum_s: float | None = None, src: Path = ROOT) -> dict[str, Any]:
     with Supervisor() as sup:
         t_setup = time.perf_counter()
-        t0_guess = t_setup + 3.0
+        t0_guess = t_setup + SETUP_S
         recv = _spawn(sup, ["--role", "recv", "--host", "127.0.0.1", "--ports", "1", "--clients", str(clients),
                             "--t0", repr(t0_guess), "--duration", repr(duration)])
         (up_port,) = _ready(recv)
@@ -308,12 +318,13 @@ def run_proxy(rate: float, clients: int, duration: float, loop_kind: str,
         routes = [{"id": f"c{i:02d}", "link": link} for i in range(clients)]
         routes.append({"id": "probe", "link": {"up_mbps": rate, "down_mbps": 1000.0,
                                                 "latency_up_ms": PROBE_LATENCY_MS}})
-        proxy = _spawn_shaper(sup, up_port, routes, loop_kind, quantum_s)
+        proxy = _spawn_shaper(sup, up_port, routes, loop_kind, quantum_s, src)
         ports = parse_ready(proxy.wait_for_line("READY {", 30.0).text)
         targets = [["127.0.0.1", ports[f"c{i:02d}"]] for i in range(clients)]
         probe = {"proxy": ["127.0.0.1", ports["probe"]], "direct": ["127.0.0.1", up_port]}
         if time.perf_counter() > t0_guess - 0.3:
-            raise RuntimeError("set-up took longer than 2.7 s; the machine is overloaded")
+            raise RuntimeError(f"set-up took longer than {SETUP_S - 0.3:g} s; the machine is overloaded "
+                               "(raise --setup-s)")
         send = _spawn(sup, ["--role", "send", "--targets", json.dumps(targets), "--conns", str(CONNS_PER_CLIENT),
                             "--probe", json.dumps(probe), "--t0", repr(t0_guess), "--duration", repr(duration)])
         _sleep_until(t0_guess + WARMUP_S)
@@ -339,12 +350,10 @@ def _ns_cleanup() -> None:
 
 
 def kernel_unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "not root: cannot create network namespaces"
-    for tool in ("ip", "tc"):
-        if shutil.which(tool) is None:
-            return f"`{tool}` not found (install iproute2)"
-    return None
+    """Why the tc reference cannot run here, or None."""
+    from fedbw.netns import unavailable
+
+    return unavailable()
 
 
 def run_kernel(rate: float, clients: int, duration: float) -> dict[str, Any]:
@@ -424,6 +433,25 @@ def _fmt_row(rec: dict[str, Any]) -> str:
     return "  ".join(cells)
 
 
+def _cpu_medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (tree, rate, clients): median proxy CPU and goodput over the repeats (the figures to quote)."""
+    groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["mode"] == "proxy" and "error" not in r:
+            groups.setdefault((r.get("shaper_tree", "current"), r["rate"], r["clients"]), []).append(r)
+    return [{"shaper_tree": tree, "rate": rate, "clients": n, "trials": len(rs),
+             "cpu_pct_core_median": statistics.median(r["cpu_pct_core"] for r in rs),
+             "cpu_pct_core_all": [round(r["cpu_pct_core"], 2) for r in rs],
+             # a host too busy to drive the links fully moves fewer bytes: CPU per byte at the full rate
+             "cpu_pct_core_per_full_rate_median": statistics.median(
+                 r["cpu_pct_core"] * 100.0 / r["goodput_pct_median"] for r in rs),
+             "goodput_pct_median": statistics.median(r["goodput_pct_median"] for r in rs),
+             "window_pct_min": min(r["window_pct_min"] for r in rs),
+             "window_pct_max": max(r["window_pct_max"] for r in rs),
+             "loadavg_1m_median": statistics.median(r["loadavg_1m"] for r in rs)}
+            for (tree, rate, n), rs in sorted(groups.items())]
+
+
 def machine() -> dict[str, Any]:
     cpu = "?"
     try:
@@ -455,6 +483,12 @@ def main() -> int:
     ap.add_argument("--only", default=None, help="comma list of RATExCLIENTS rows to run, e.g. 30x32,80x1")
     ap.add_argument("--duration", type=float, default=None, help="seconds of traffic per configuration")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "shaper.json"))
+    ap.add_argument("--baseline-src", default=None,
+                    help="a tree with another fedbw/shaper (e.g. `git worktree add /tmp/base HEAD`): each proxy row "
+                         "runs with it and with this tree, alternately (side by side in one run)")
+    ap.add_argument("--setup-s", type=float, default=3.0, help="start-up time of a row's processes "
+                    "before traffic (raise it on a busy host)")
+    ap.add_argument("--repeat", type=int, default=1, help="run each proxy row this many times (medians in the JSON)")
     # role arguments
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--ports", type=int, default=1)
@@ -486,8 +520,9 @@ def main() -> int:
         configs = [tuple(int(x) for x in item.split("x")) for item in args.only.split(",")]
         kernel_configs = [c for c in kernel_configs if c in configs]
     quantum_s = args.quantum_ms / 1e3 if args.quantum_ms else None
-    global TRAFFIC_NICE
+    global TRAFFIC_NICE, SETUP_S
     TRAFFIC_NICE = args.traffic_nice
+    SETUP_S = args.setup_s
     info = machine()
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     print(f"# fedbw shaper benchmark  {started}  {info['cpu']}  {info['cores']} cores  kernel {info['kernel']}  "
@@ -501,15 +536,19 @@ def main() -> int:
           "receiver (machine noise); cpu_%core: proxy process, % of one core")
     print(_header())
     rows: list[dict[str, Any]] = []
+    trees = [("current", ROOT)] + ([("baseline", Path(args.baseline_src).resolve())] if args.baseline_src else [])
     for rate, n in configs:
-        rec = {"mode": "proxy", "rate": rate, "clients": n, "conns": CONNS_PER_CLIENT, "loop": args.loop,
-               "duration_s": duration, "quantum_ms": args.quantum_ms}
-        try:
-            rec.update(run_proxy(rate, n, duration, args.loop, quantum_s))
-        except Exception as exc:  # noqa: BLE001 - report the row, keep going
-            rec["error"] = f"{exc.__class__.__name__}: {exc}"
-        rows.append(rec)
-        print(_fmt_row(rec) + (f"  ERROR {rec['error']}" if "error" in rec else ""), flush=True)
+        for i in range(args.repeat):
+            for tree, src in (trees if i % 2 == 0 else trees[::-1]):  # alternate who goes first
+                rec = {"mode": "proxy", "rate": rate, "clients": n, "conns": CONNS_PER_CLIENT, "loop": args.loop,
+                       "duration_s": duration, "quantum_ms": args.quantum_ms, "shaper_tree": tree, "trial": i,
+                       "loadavg_1m": os.getloadavg()[0]}
+                try:
+                    rec.update(run_proxy(rate, n, duration, args.loop, quantum_s, src))
+                except Exception as exc:  # noqa: BLE001 - report the row, keep going
+                    rec["error"] = f"{exc.__class__.__name__}: {exc}"
+                rows.append(rec)
+                print(_fmt_row(rec) + f"  {tree}" + (f"  ERROR {rec['error']}" if "error" in rec else ""), flush=True)
     skip = "--no-kernel given" if args.no_kernel else kernel_unavailable()
     if skip:
         print(f"# kernel reference skipped: {skip}")
@@ -530,8 +569,10 @@ def main() -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"started": started, "machine": info, "quick": args.quick, "traffic_nice": args.traffic_nice,
-           "loadavg_end": os.getloadavg(), "rows": rows}
-    out.write_text(json.dumps(doc, indent=1))
+           "loadavg_end": os.getloadavg(), "repeat": args.repeat, "medians": _cpu_medians(rows), "rows": rows}
+    from fedbw.results.atomic import write_json_atomic
+
+    write_json_atomic(out, doc, indent=1)
     print(f"# wrote {out}")
     return 0
 

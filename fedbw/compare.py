@@ -1,7 +1,9 @@
-"""The questions `fedbw estimate` and `fedbw sweep` answer, built on the analytic engine.
+"""The questions `fedbw estimate`, `fedbw sweep --param` and `fedbw compare` answer.
 
 How long is one round of this model on each uplink profile, how much of it is communication, and
-what would one AllReduce of the same model cost on each data-center fabric?
+what would one AllReduce of the same model cost on each data-center fabric? For finished runs (and
+sweeps, expanded to their points): the same questions answered from their records, side by side,
+each run labelled by what sets it apart.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from fedbw.engines.estimate import (FabricEstimate, ProfileEstimate, estimate_fa
                                     steady_round)
 from fedbw.errors import ConfigError
 from fedbw.plan import build_plan
+from fedbw.results.records import ClientRoundRecord, RoundRecord
+from fedbw.results.summary import RunSummary, summarize
 from fedbw.tomlvalue import format_value, parse_value
 
 DEFAULT_COMPARE_PROFILES = ["home-30", "home-50", "home-80"]
@@ -145,3 +149,194 @@ def _with_link(client, param: str, value: float):
     if value < 0 or (param != "rtt_ms" and value == 0):
         raise ConfigError(f"{param} must be positive, got {value}")
     return replace(client, access=replace(client.access, **{param: value}))
+
+
+# ---------------------------------------------------------------------------- finished runs side by side
+
+@dataclass(frozen=True)
+class FabricRatio:
+    """One AllReduce of the run's model on a data-center fabric, and how many of them one FL round lasts."""
+
+    fabric: str
+    ranks: int
+    allreduce_s: float
+    fl_round_over_allreduce: float | None
+
+
+@dataclass
+class ComparedRun:
+    """A finished run as `fedbw compare` and `fedbw report` show it: records' summary, config, context."""
+
+    label: str  #: what tells it apart from the others (a sweep point's values, or the config keys that differ)
+    path: Path  #: its run directory
+    summary: RunSummary
+    config: dict[str, Any] | None  #: resolved_config.json (None when the directory has none)
+    privacy: str  #: its privacy setting in words
+    fabrics: list[FabricRatio]
+    notes: list[str]  #: what the reader skipped (a torn last line), said as a warning
+    overrides: dict[str, Any]  #: a sweep point's grid values ({} for a plain run)
+    clients: list[ClientRoundRecord]
+    rounds: list[RoundRecord]
+
+
+@dataclass
+class RunSet:
+    runs: list[ComparedRun]
+    notes: list[str]  #: points left out of a sweep (failed, interrupted, not run yet), warnings
+    sweeps: list[tuple[Path, Any]]  #: (directory, SweepIndex) of every sweep argument
+
+
+def load_runs(paths: list[Path]) -> RunSet:
+    """Run directories (or records files) and sweep directories (expanded to their finished points).
+
+    A damaged or foreign records file, an empty one, or one without a finished round is a ConfigError
+    naming the file (and the line); a torn last line is skipped and kept as a note.
+    """
+    from fedbw.sweeps.index import is_sweep_dir, read_index
+
+    runs: list[ComparedRun] = []
+    notes: list[str] = []
+    sweeps = []
+    for path in paths:
+        path = Path(path)
+        if is_sweep_dir(path):
+            index = read_index(path)
+            sweeps.append((path, index))
+            for p in index.points:
+                if p.status != "done" or not p.run_dir:
+                    notes.append(f"{path.name}: point {p.index} ({p.label}) is {p.status}"
+                                 + (f" ({p.error})" if p.error else "") + "; left out")
+                    continue
+                runs.append(_load_run(path / p.run_dir, p.overrides))
+        elif path.is_dir() and not (path / "records.jsonl").exists():
+            raise ConfigError(f"{path}: neither a run directory (no records.jsonl) nor a sweep (no sweep.json)")
+        else:
+            runs.append(_load_run(path, {}))
+    for r in runs:
+        notes.extend(r.notes)
+    if not runs:
+        raise ConfigError("no finished run to show: " + ("; ".join(notes) if notes else "give run directories"))
+    _label(runs, single_sweep=len(sweeps) == 1 and len(paths) == 1)
+    return RunSet(runs, notes, sweeps)
+
+
+def _load_run(path: Path, overrides: dict[str, Any]) -> ComparedRun:
+    import json
+
+    from fedbw.results.records import read_records
+
+    f = read_records(path)
+    if not f.rounds:
+        raise ConfigError(f"{f.path}: no finished round (only {len(f.clients)} client lines after the header: the "
+                          f"run stopped before its first round ended); nothing to show")
+    run_dir = f.path.parent
+    cfg_path = run_dir / "resolved_config.json"
+    try:
+        config = json.loads(cfg_path.read_text()) if cfg_path.exists() else None
+    except json.JSONDecodeError:
+        raise ConfigError(f"{cfg_path}: not valid JSON; the run directory is damaged") from None
+    summary = summarize(run_dir.name, f.clients, f.rounds)
+    return ComparedRun(run_dir.name, run_dir, summary, config, privacy_label(config), _fabrics(config, summary),
+                       list(f.notes), dict(overrides), f.clients, f.rounds)
+
+
+def privacy_label(config: dict[str, Any] | None) -> str:
+    """A run's privacy setting in a few words: "none", "SecAgg+ stock", "DP central-client-fixed σ=0.8"."""
+    if not config:
+        return "?"
+    priv = config.get("privacy", {})
+    sa, dp = priv.get("secagg", {}), priv.get("dp", {})
+    parts = []
+    if sa.get("enabled"):
+        parts.append(f"SecAgg+ {sa.get('mode', '')}".strip())
+    if dp.get("enabled"):
+        mode = dp.get("mode", "")
+        noise = f" ε₀={dp.get('local_epsilon')}" if mode == "local" else f" σ={dp.get('noise_multiplier')}"
+        parts.append(f"DP {mode}{noise}")
+    return " + ".join(parts) or "none"
+
+
+def _fabrics(config: dict[str, Any] | None, summary: RunSummary) -> list[FabricRatio]:
+    from fedbw import catalog
+    from fedbw.errors import CatalogError
+
+    if not config or "datacenter" not in config:
+        return []
+    dc = config["datacenter"]
+    try:
+        params = catalog.get_model(config["model"]["name"]).params
+        rows = estimate_fabrics(params, list(dc["fabrics"]), int(dc["ranks"]), int(dc["grad_bytes_per_value"]))
+    except (CatalogError, KeyError, TypeError):
+        return []
+    return [FabricRatio(f.fabric, f.ranks, f.time_s,
+                        summary.mean_round_time_s / f.time_s if f.time_s > 0 else None) for f in rows]
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _mix_label(mix: Any) -> str:
+    if isinstance(mix, list) and mix and all(isinstance(m, dict) for m in mix):
+        if len(mix) == 1:
+            return str(mix[0].get("profile"))
+        return " + ".join(f"{m.get('profile')}×{m.get('share'):g}" for m in mix)
+    return str(mix)
+
+
+def _label(runs: list[ComparedRun], single_sweep: bool) -> None:
+    """Give every run a label that says what sets it apart from the others."""
+    from fedbw.sweeps.grid import describe_value, point_label, short_key
+
+    if single_sweep:
+        for r in runs:
+            r.label = point_label(r.overrides)
+    elif len(runs) > 1 and all(r.config for r in runs):
+        flats = [_flat(r.config or {}) for r in runs]
+        keys = [k for k in dict.fromkeys(k for f in flats for k in f) if k not in ("name", "output_dir")
+                and len({repr(f.get(k)) for f in flats}) > 1]
+        for r, f in zip(runs, flats):
+            parts = [(k, _mix_label(f.get(k)) if k == "network.mix" else describe_value(f.get(k))) for k in keys]
+            if len(parts) == 1:
+                r.label = parts[0][1]
+            elif parts:
+                r.label = " · ".join(f"{'profile' if k == 'network.mix' else short_key(k, keys)}={v}"
+                                     for k, v in parts)
+    seen: dict[str, int] = {}
+    for r in runs:
+        seen[r.label] = seen.get(r.label, 0) + 1
+    for r in runs:
+        if seen[r.label] > 1 and r.label != r.path.name:
+            r.label = f"{r.label} ({r.path.name})"
+
+
+def comparison_json(runs: list[ComparedRun], target_accuracy: float | None) -> list[dict[str, Any]]:
+    """What `fedbw compare --json` prints: per run, its label, summary, time to target and fabric ratios."""
+    from fedbw.results.summary import time_to_accuracy
+
+    return [{"label": r.label, "run_dir": str(r.path), "privacy": r.privacy, "overrides": r.overrides,
+             **asdict(r.summary),
+             "target_accuracy": target_accuracy,
+             "time_to_target_s": None if target_accuracy is None else time_to_accuracy(r.summary, target_accuracy),
+             "fabrics": [asdict(f) for f in r.fabrics], "notes": r.notes} for r in runs]
+
+
+def point_summaries(sweep_dir: Path, index: Any) -> dict[int, RunSummary | None]:
+    """Each finished point's summary (None where its records cannot be read), for the sweep's table."""
+    from fedbw.results.summary import summarize_run_dir
+
+    out: dict[int, RunSummary | None] = {}
+    for p in index.points:
+        out[p.index] = None
+        if p.run_dir and (Path(sweep_dir) / p.run_dir / "records.jsonl").exists():
+            try:
+                out[p.index] = summarize_run_dir(Path(sweep_dir) / p.run_dir)
+            except ConfigError:
+                pass
+    return out

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "fedbw"
-PURE = ("fedbw.netmodel", "fedbw.shaper", "fedbw.privacy")
+PURE = ("fedbw.netmodel", "fedbw.shaper", "fedbw.privacy", "fedbw.netns")
 HEAVY = ("flwr", "torch")
 
 

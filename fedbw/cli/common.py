@@ -35,6 +35,13 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]: finished rounds are kept in the run directory.")
             raise typer.Exit(130) from None
+        except OSError as exc:  # a full, read-only or foreign output directory: one line, exit 1
+            from fedbw.results.atomic import disk_error
+
+            if (known := disk_error(exc)) is None:
+                raise
+            err.print(f"[bold red]error:[/] {escape(str(known))}", markup=True, highlight=False)
+            raise typer.Exit(known.exit_code) from None
 
     return wrapper
 

@@ -24,18 +24,23 @@ def emulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app direct
             dilation: str = typer.Option("1", "--dilation", help='time dilation K (every emulated second lasts K '
                                          'real ones) or "auto" (K from clients and cores); docs/emulate.md'),
             cap_cpu: bool = typer.Option(True, "--cap-cpu/--no-cap-cpu",
-                                         help="under dilation, cap each device to its share of a core")) -> None:
+                                         help="under dilation, cap each device to its share of a core"),
+            hosts: str = typer.Option("loopback", "--hosts", help='"loopback", or "netns": the SuperLink and each '
+                                      'SuperNode on a network host of its own (namespaces; root), a shaper per '
+                                      'client host, TLS (docs/multi-host.md)')) -> None:
     """Run any Flower app, unmodified, on Flower's Deployment Engine behind per-client shaped links."""
     from fedbw.cli.common import RoundProgress
     from fedbw.engines.emulate import run_app
+    from fedbw.engines.emulate.hosts import hosts_option
     from fedbw.engines.foreign_app import read_app
     from fedbw.report.app_run import render_app_run
 
+    layout = hosts_option(hosts)
     total = rounds or int(read_app(app_dir.resolve()).get("config", {}).get("num-server-rounds", 1))
     with RoundProgress(total, clients, quiet=False) as progress:
         result = run_app(app_dir, clients, profile, rounds=rounds, run_config=run_config, timeout_s=timeout,
                          out_dir=out_dir, seed=seed, server_link=server_link, dilation=dilation_option(dilation),
-                         cap_cpu=cap_cpu, progress=progress)
+                         cap_cpu=cap_cpu, progress=progress, hosts=layout)
     render_app_run(out, result)
 
 

@@ -3,36 +3,84 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.markup import escape
 
-from fedbw.cli.common import app, friendly, out
+from fedbw.cli.common import app, err, friendly, out
+
+
+TargetOpt = typer.Option(0.8, "--target-accuracy", min=0.0, max=1.0,
+                         help="accuracy (0..1) for the 'time to target' row and the accuracy chart's line")
+
+
+def _warn(notes: list[str]) -> None:
+    for note in notes:
+        err.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
 @friendly
-def report(run_dir: Path = typer.Argument(..., help="a run directory (or its records.jsonl)")) -> None:
-    """Print the tables of a finished (or interrupted) run."""
-    from fedbw.report.terminal import render_records
+def report(paths: list[Path] = typer.Argument(..., help="a run directory (or its records.jsonl) or a sweep "
+                                              "directory; several with --out"),
+           out_dir: Optional[Path] = typer.Option(None, "--out", help="where report.html and figures/ go "
+                                                  "(default: the run or sweep directory)"),
+           target: float = TargetOpt,
+           html_page: bool = typer.Option(True, "--html/--no-html", help="write report.html and its PNGs")) -> None:
+    """Print a run's (or sweep's) tables and write report.html: a self-contained page with every figure."""
+    import shlex
+    import sys
 
-    render_records(out, run_dir)
+    from fedbw.compare import load_runs
+    from fedbw.errors import ConfigError
+    from fedbw.report.terminal import render_comparison, render_records
 
+    runset = load_runs(paths)
+    _warn(runset.notes)
+    if len(runset.runs) == 1 and not runset.sweeps:
+        run = runset.runs[0]
+        render_records(out, run)
+        from fedbw.report.plots import plot_run
 
-@app.command()
-@friendly
-def compare(run_dirs: list[Path] = typer.Argument(..., help="two or more run directories"),
-            json_out: bool = typer.Option(False, "--json")) -> None:
-    """Put runs side by side (any engines): round time, comm share, bytes, accuracy, ε, per profile."""
-    from fedbw.report.terminal import render_comparison
-    from fedbw.results.summary import summarize_run_dir
-
-    summaries = [summarize_run_dir(d) for d in run_dirs]
-    if json_out:
-        out.print_json(json.dumps([asdict(s) for s in summaries]))
+        for p in plot_run(run.path, run.clients, run.rounds, run.path.name):
+            out.print(f"plot: {p}", highlight=False)
+    else:
+        render_comparison(out, runset.runs, target)
+    if not html_page:
         return
-    render_comparison(out, summaries)
+    if out_dir is None:
+        if len(paths) > 1:
+            raise ConfigError("a report of several runs or sweeps needs --out DIR (where report.html goes)")
+        out_dir = paths[0] if paths[0].is_dir() else paths[0].parent
+    from fedbw.report.html import write_report
+
+    title = (f"fedbw report: {runset.sweeps[0][1].name} sweep" if len(runset.sweeps) == 1 and len(paths) == 1
+             else f"fedbw report: {runset.runs[0].label}" if len(runset.runs) == 1 else "fedbw report")
+    rep = write_report(runset, out_dir, target, title, shlex.join(["fedbw", *sys.argv[1:]]))
+    _warn([n for r in runset.runs for n in r.notes if n not in runset.notes])
+    out.print(f"report: {rep.html_path} ({len(rep.figures)} figures, PNGs in {rep.html_path.parent / 'figures'})",
+              highlight=False)
+
+
+@app.command()
+@friendly
+def compare(paths: list[Path] = typer.Argument(..., help="run directories and/or sweep directories (a sweep "
+                                               "stands for its finished points)"),
+            target: float = TargetOpt,
+            json_out: bool = typer.Option(False, "--json")) -> None:
+    """Put runs side by side (any engines): round time and its parts, comm share, bytes, ε, accuracy, time to a
+    target accuracy, the host's share, FL round ÷ AllReduce per fabric."""
+    from fedbw.compare import comparison_json, load_runs
+    from fedbw.report.terminal import render_comparison
+
+    runset = load_runs(paths)
+    _warn(runset.notes)
+    if json_out:
+        out.print_json(json.dumps(comparison_json(runset.runs, target)))
+        return
+    render_comparison(out, runset.runs, target)
 
 
 @app.command()

@@ -22,30 +22,51 @@ from fedbw.config.sections import (
     FaultsConfig,
     ModelConfig,
     NetworkConfig,
-    TrainingConfig,
     Section,
+    SimulateConfig,
+    TrainingConfig,
 )
 
 
 class ExperimentConfig(Section):
-    name: str = "experiment"
-    engine: Engine = "simulate"
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    name: str = Field("experiment", description="run name; run directories are "
+                                                "`<output_dir>/<name>-<engine>-<UTC time>`")
+    engine: Engine = Field("simulate", description="`estimate` (analytic, instant), `simulate` (Flower's "
+                                                   "Simulation Engine, virtual network clock), `emulate` (Flower's "
+                                                   "Deployment Engine through the link shaper, wall clock or "
+                                                   "dilated)")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="what clients train on: `auto` uses CUDA "
+                                                                       "when present, else the CPU")
     seed: int = Field(0, ge=0, description="seeds link assignment, client sampling, data partitioning, model init")
-    output_dir: str = "runs"
-    framework: Framework = "flower-deployment"
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    data: DataConfig = Field(default_factory=DataConfig)
-    clients: ClientsConfig = Field(default_factory=ClientsConfig)
-    training: TrainingConfig = Field(default_factory=TrainingConfig)
-    network: NetworkConfig = Field(default_factory=NetworkConfig)
-    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
-    compression: CompressionConfig = Field(default_factory=CompressionConfig)
-    datacenter: DataCenterConfig = Field(default_factory=DataCenterConfig)
-    faults: FaultsConfig = Field(default_factory=FaultsConfig)
-    emulate: EmulateConfig = Field(default_factory=EmulateConfig)
-    deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
-    server: ServerConfig = Field(default_factory=ServerConfig)
+    output_dir: str = Field("runs", description="where run directories go")
+    framework: Framework = Field(
+        "flower-deployment", description="`flower-deployment`: estimate and simulate add Flower's own costs to "
+                                         "every round (polls, a ClientApp process per message, serialisation, "
+                                         "requests per object, aggregation; docs/methodology.md); `none`: the "
+                                         "links and compute alone")
+    model: ModelConfig = Field(default_factory=ModelConfig, description="the model every client trains")
+    data: DataConfig = Field(default_factory=DataConfig, description="the data set and how clients share it")
+    clients: ClientsConfig = Field(default_factory=ClientsConfig, description="how many clients, how they are "
+                                                                             "sampled, what they compute on")
+    training: TrainingConfig = Field(default_factory=TrainingConfig, description="rounds and local training")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="each client's access link")
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig, description="SecAgg+, differential privacy "
+                                                                             "and where randomness comes from")
+    compression: CompressionConfig = Field(default_factory=CompressionConfig, description="uplink update codecs")
+    datacenter: DataCenterConfig = Field(default_factory=DataCenterConfig, description="the data-center side of "
+                                                                                       "the comparison: AllReduce "
+                                                                                       "of the same model")
+    faults: FaultsConfig = Field(default_factory=FaultsConfig, description="faults the emulate engine injects "
+                                                                          "(estimate and simulate ignore them)")
+    emulate: EmulateConfig = Field(default_factory=EmulateConfig, description="the emulate engine "
+                                                                             "(docs/emulate.md)")
+    simulate: SimulateConfig = Field(default_factory=SimulateConfig, description="where the simulate engine's "
+                                                                                "Ray runs: private, or an "
+                                                                                "existing cluster")
+    deployment: DeploymentConfig = Field(default_factory=DeploymentConfig, description="Flower's deployment "
+                                                                                      "costs: their calibration "
+                                                                                      "and unknown phases")
+    server: ServerConfig = Field(default_factory=ServerConfig, description="the federation's server")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ExperimentConfig":

@@ -18,16 +18,23 @@ DPMode = Literal["central-server-fixed", "central-server-adaptive", "central-cli
 
 
 class SecAggConfig(Section):
-    enabled: bool = False
-    mode: Literal["stock", "packed"] = "stock"
-    num_shares: int = Field(3, ge=3, description="neighbours each client shares keys with, itself included")
-    reconstruction_threshold: int = Field(2, ge=2)
+    enabled: bool = Field(False, description="Flower's SecAgg+ (the server sees only the sum of the updates)")
+    mode: Literal["stock", "packed"] = Field(
+        "stock", description="`stock`: Flower as is (int64 masked vectors, float64 aggregate); `packed`: uint32 "
+                             "masked vectors, float32 aggregate (docs/privacy.md)")
+    num_shares: int = Field(3, ge=3, description="neighbours each client shares keys with, itself included "
+                                                            "(≤ clients.per_round; odd when below it)")
+    reconstruction_threshold: int = Field(2, ge=2, description="shares needed to reconstruct a dropped client's "
+                                                               "mask (< num_shares)")
     max_weight: float = Field(1000.0, ge=1, description="client weights (num_examples) are clipped to this")
-    clipping_range: float = Field(8.0, gt=0)
-    quantization_range: int = Field(2**22, gt=0, description="values quantize to [0, T]; n·T must stay below "
-                                                             "modulus_range")
+    clipping_range: float = Field(8.0, gt=0, description="update values are clipped to ±this before they are "
+                                                         "quantized")
+    quantization_range: int = Field(2**22, gt=0, description="values quantize to [0, T]; clients.per_round × T "
+                                                             "must stay below modulus_range (else the masked sum "
+                                                             "could wrap)")
     modulus_range: int = Field(2**32, gt=0, description="a power of two, at most 2**32 (Flower's limit)")
-    timeout_s: float | None = Field(None, gt=0)
+    timeout_s: float | None = Field(None, gt=0, description="seconds a SecAgg+ stage waits for replies; unset: "
+                                                            "Flower's default (wait for every client)")
 
     @model_validator(mode="after")
     def _consistent(self) -> "SecAggConfig":
@@ -43,23 +50,29 @@ class SecAggConfig(Section):
 
 
 class DPConfig(Section):
-    enabled: bool = False
-    mode: DPMode = "central-server-fixed"
-    noise_multiplier: float = Field(1.0, ge=0)
-    clipping_norm: float = Field(1.0, gt=0)
-    target_delta: float = Field(1e-5, gt=0, lt=1)
+    enabled: bool = Field(False, description="differential privacy (docs/privacy.md)")
+    mode: DPMode = Field("central-server-fixed", description="central DP, the server or the clients clipping, "
+                                                             "with a fixed or adaptive clipping norm; or local DP "
+                                                             "(each client noises its own update)")
+    noise_multiplier: float = Field(1.0, ge=0, description="central DP: the Gaussian noise's std in units of the "
+                                                           "clipping norm")
+    clipping_norm: float = Field(1.0, gt=0, description="central DP: L2 norm updates are clipped to (the initial "
+                                                        "norm with adaptive clipping)")
+    target_delta: float = Field(1e-5, gt=0, lt=1, description="central DP: the δ ε is stated at")
     max_epsilon: float | None = Field(None, gt=0, description="stop the run before ε would exceed this")
     local_epsilon: float = Field(1.0, gt=0, description="per-release ε of LocalDpMod (mode = local)")
-    local_delta: float = Field(1e-6, gt=0, lt=1)
+    local_delta: float = Field(1e-6, gt=0, lt=1, description="per-release δ of LocalDpMod (mode = local)")
     local_accounting: Literal["rdp", "basic", "advanced"] = Field(
-        "rdp", description="how local-DP releases compose: RDP of LocalDpMod's Gaussian, basic or advanced")
+        "rdp", description="how local-DP releases compose into ε: RDP of LocalDpMod's "
+                                                 "Gaussian (any local_epsilon), basic or advanced (only with "
+                                                 "local_epsilon < 1)")
     target_clipped_quantile: float = Field(0.5, ge=0, le=1, description="adaptive clipping: target quantile")
     clip_norm_lr: float = Field(0.2, gt=0, description="adaptive clipping: learning rate of the clipping norm")
 
 
 class PrivacyConfig(Section):
-    secagg: SecAggConfig = Field(default_factory=SecAggConfig)
-    dp: DPConfig = Field(default_factory=DPConfig)
+    secagg: SecAggConfig = Field(default_factory=SecAggConfig, description="secure aggregation (SecAgg+)")
+    dp: DPConfig = Field(default_factory=DPConfig, description="differential privacy and its ε accounting")
     randomness: Literal["seed", "os"] = Field(
         "seed", description="seed: sampling, DP noise and SecAgg+ rounding derived from the seed (reproducible, "
                             "not secret: a simulation); os: drawn from OS entropy (a deployment; not reproducible)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Engine = Literal["estimate", "simulate", "emulate"]
 
@@ -17,54 +17,69 @@ class Section(BaseModel):
 
 
 class ModelConfig(Section):
-    name: str = Field("small-cnn", description="catalog model (`fedbw models`) or params=N (estimate only)")
+    name: str = Field("small-cnn", description="catalog model (`fedbw models`) or `params=N` (estimate only)")
 
 
 class DataConfig(Section):
-    dataset: Literal["auto", "digits", "synthetic"] = "auto"
-    partition: Literal["iid", "dirichlet"] = "iid"
-    dirichlet_alpha: float = Field(0.5, gt=0)
-    samples_per_client: int | None = Field(None, ge=1, description="default: digits split evenly; synthetic 64")
-    test_fraction: float = Field(0.2, gt=0, lt=1)
+    dataset: Literal["auto", "digits", "synthetic"] = Field(
+        "auto", description="`digits` (scikit-learn's 8×8 images, ship with it), `synthetic` (samples shaped "
+                            "for the model, generated locally) or `auto` (the model's default); no downloads")
+    partition: Literal["iid", "dirichlet"] = Field("iid", description="`iid` or `dirichlet` (label skew)")
+    dirichlet_alpha: float = Field(0.5, gt=0, description="Dirichlet concentration (smaller = more skew)")
+    samples_per_client: int | None = Field(None, ge=1, description="training samples per client; unset: digits "
+                                                                   "split evenly, synthetic 64")
+    test_fraction: float = Field(0.2, gt=0, lt=1, description="held-out share of digits for the server's "
+                                                              "evaluation")
 
 
 class ClientsConfig(Section):
-    total: int = Field(10, ge=1)
-    per_round: int = Field(5, ge=1)
+    total: int = Field(10, ge=1, description="clients in the federation")
+    per_round: int = Field(5, ge=1, description="clients sampled per round (≤ total); the expected cohort under "
+                                                "Poisson sampling")
     sampling: Literal["fixed", "poisson"] = Field(
         "fixed", description="fixed: per_round clients drawn without replacement (ε under replace-one); "
                              "poisson: each client independently with probability per_round / total (ε under "
                              "add/remove; rounds may be empty; not with SecAgg+). docs/privacy.md")
-    compute: Literal["real", "synthetic"] = "real"
-    device_profile: str = "laptop-cpu"
+    compute: Literal["real", "synthetic"] = Field(
+        "real", description="`real` trains; `synthetic` replies with a model-shaped update after a compute time "
+                            "drawn from the device profile (scale studies)")
+    device_profile: str = Field("laptop-cpu", description="compute profile for estimates and synthetic compute "
+                                                          "(`fedbw profiles`)")
 
 
 class TrainingConfig(Section):
-    rounds: int = Field(3, ge=1)
-    local_epochs: int = Field(1, ge=1)
-    local_steps: int | None = Field(None, ge=1, description="if set, overrides local_epochs")
-    batch_size: int = Field(32, ge=1)
-    learning_rate: float = Field(0.05, gt=0)
+    rounds: int = Field(3, ge=1, description="federated rounds")
+    local_epochs: int = Field(1, ge=1, description="local epochs per round")
+    local_steps: int | None = Field(None, ge=1, description="if set, local mini-batch steps per round (overrides "
+                                                           "local_epochs)")
+    batch_size: int = Field(32, ge=1, description="local mini-batch size")
+    learning_rate: float = Field(0.05, gt=0, description="local SGD learning rate")
 
 
 class LinkShare(Section):
-    profile: str
-    share: float = Field(1.0, gt=0)
+    profile: str = Field(description="link profile (`fedbw profiles`)")
+    share: float = Field(1.0, gt=0, description="relative share of the clients on this profile")
 
 
 class LinkOverride(Section):
-    client: int = Field(ge=0)
-    profile: str | None = None
-    up_mbps: float | None = Field(None, gt=0)
-    down_mbps: float | None = Field(None, gt=0)
-    rtt_ms: float | None = Field(None, ge=0)
-    jitter_ms: float | None = Field(None, ge=0)
+    client: int = Field(ge=0, description="client id, 0 … clients.total − 1")
+    profile: str | None = Field(None, description="this client's link profile instead of its share of the mix")
+    up_mbps: float | None = Field(None, gt=0, description="uplink line rate, Mbps; replaces the profile's (the "
+                                                          "profile's name gets a `*` in the records)")
+    down_mbps: float | None = Field(None, gt=0, description="downlink line rate, Mbps; replaces the profile's")
+    rtt_ms: float | None = Field(None, ge=0, description="round-trip time, ms; replaces the profile's")
+    jitter_ms: float | None = Field(None, ge=0, description="jitter, ms; replaces the profile's")
 
 
 class NetworkConfig(Section):
-    profile: str | None = Field(None, description="shorthand for mix = [{profile = ..., share = 1}]")
-    mix: list[LinkShare] = Field(default_factory=list)
-    overrides: list[LinkOverride] = Field(default_factory=list)
+    profile: str | None = Field(None, description="shorthand: every client on one profile (mix = [{profile = "
+                                                   "..., share = 1}]); not with mix")
+    mix: list[LinkShare] = Field(default_factory=list, description="profiles with shares; clients are split by "
+                                                                   "largest remainder and shuffled by seed; neither "
+                                                                   "profile nor mix: home-30")
+    overrides: list[LinkOverride] = Field(default_factory=list, description="per client: `{client = 3, profile = "
+                                                                            "\"mobile-4g\"}` or `{client = 3, "
+                                                                            "up_mbps = 5, rtt_ms = 80}`")
 
     @model_validator(mode="before")
     @classmethod
@@ -84,58 +99,71 @@ class NetworkConfig(Section):
 
 
 class CompressionConfig(Section):
-    codec: Literal["none", "fp16", "int8", "topk"] = "none"
-    topk_fraction: float = Field(0.01, gt=0, le=1)
-    error_feedback: bool = True
+    codec: Literal["none", "fp16", "int8", "topk"] = Field(
+        "none", description="how clients encode their update on the uplink (docs/privacy.md): float16, int8 with a "
+                            "scale per tensor, or the top-k largest values with their indices")
+    topk_fraction: float = Field(0.01, gt=0, le=1, description="share of values top-k keeps")
+    error_feedback: bool = Field(True, description="top-k keeps what it did not send on the client and adds it "
+                                                   "to the next round's update")
 
 
 class DataCenterConfig(Section):
-    fabrics: list[str] = Field(default_factory=lambda: ["nvlink4", "ib-ndr400", "roce-100g", "eth-10g"])
-    ranks: int = Field(8, ge=2)
+    fabrics: list[str] = Field(default_factory=lambda: ["nvlink4", "ib-ndr400", "roce-100g", "eth-10g"],
+                               description="fabrics in the comparison (`fedbw profiles`)")
+    ranks: int = Field(8, ge=2, description="AllReduce ranks (GPUs)")
     grad_bytes_per_value: Literal[1, 2, 4, 8] = Field(4, description="AllReduce dtype: 4 fp32, 2 fp16/bf16")
 
 
 class DropFault(Section):
     """emulate: kill this client's SuperNode as it receives ``stage`` of ``round`` (it never replies)."""
 
-    client: int = Field(ge=0)
-    round: int = Field(1, ge=1)
-    stage: Literal["fit", "setup", "share_keys", "collect_masked_vectors", "unmask"] = "fit"
+    client: int = Field(ge=0, description="client id whose SuperNode is killed")
+    round: int = Field(1, ge=1, description="round it is killed in")
+    stage: Literal["fit", "setup", "share_keys", "collect_masked_vectors", "unmask"] = Field(
+        "fit", description="message it is killed on: `fit` without SecAgg+; `setup`, `share_keys`, "
+                           "`collect_masked_vectors` or `unmask` with it")
 
 
 class LinkFlap(Section):
     """emulate: this client's link carries nothing for ``duration_s`` from ``at_s`` after the shaper starts."""
 
-    client: int = Field(ge=0)
-    at_s: float = Field(ge=0)
-    duration_s: float = Field(gt=0)
-    direction: Literal["both", "up", "down"] = "both"
+    client: int = Field(ge=0, description="client id whose link goes down")
+    at_s: float = Field(ge=0, description="seconds after the shaper starts")
+    duration_s: float = Field(gt=0, description="seconds the link carries nothing (rate 0)")
+    direction: Literal["both", "up", "down"] = Field("both", description="which direction goes down")
 
 
 class Straggler(Section):
     """emulate: this client's link runs at ``link_factor`` × its rates (a congested or distant client)."""
 
-    client: int = Field(ge=0)
-    link_factor: float = Field(gt=0, le=1)
+    client: int = Field(ge=0, description="client id whose link is slowed")
+    link_factor: float = Field(gt=0, le=1, description="multiplies the link's rates (0.25: a quarter of them)")
 
 
 class FaultsConfig(Section):
     """Faults injected by the emulate engine (estimate and simulate ignore them)."""
 
-    drops: list[DropFault] = Field(default_factory=list)
-    flaps: list[LinkFlap] = Field(default_factory=list)
-    stragglers: list[Straggler] = Field(default_factory=list)
+    drops: list[DropFault] = Field(default_factory=list, description="emulate: `{client = 2, round = 1, stage = "
+                                                                    "\"fit\"}` kills that client's SuperNode as it "
+                                                                    "receives the stage (it never replies)")
+    flaps: list[LinkFlap] = Field(default_factory=list, description="emulate: `{client = 1, at_s = 20, duration_s "
+                                                                    "= 5}` takes the link down for duration_s from "
+                                                                    "at_s after the shaper starts")
+    stragglers: list[Straggler] = Field(default_factory=list, description="emulate: `{client = 0, link_factor = "
+                                                                          "0.25}` runs that client's link at a "
+                                                                          "quarter of its rates")
 
 
 class EmulateConfig(Section):
     timeout_s: float = Field(1800.0, gt=0, description="stop the Flower run if it has not finished by then "
-                                                       "(emulated seconds)")
+                                                       "(emulated seconds; every process is stopped)")
     keep_logs: bool = Field(True, description="copy SuperLink/SuperNode/shaper logs into the run directory")
     dilation: float | Literal["auto"] = Field(
-        1.0, description='time dilation K >= 1: every emulated second lasts K real ones, so the host\'s CPU '
-                         'work costs 1/K of its share (docs/emulate.md); "auto": K from clients and cores')
+        1.0, description='time dilation K from 1 to 60: every emulated second lasts K real ones, so the host\'s '
+                         'CPU work costs 1/K of its share (docs/emulate.md); "auto": K = ⌈(clients + 2) / '
+                         '(cores − 0.5)⌉')
     cap_cpu: bool = Field(True, description="under dilation, cap each device's processes to cpu_speed/K of a "
-                                            "core (cgroups; root or a delegated cgroup)")
+                                            "core and the server's to 2/K (cgroups; root or a delegated cgroup)")
 
     @model_validator(mode="after")
     def _dilation(self) -> EmulateConfig:
@@ -143,3 +171,38 @@ class EmulateConfig(Section):
         if k != "auto" and not (isinstance(k, (int, float)) and 1.0 <= float(k) <= 60.0):
             raise ValueError(f'emulate.dilation must be a number from 1 to 60 or "auto", got {k!r}')
         return self
+
+
+def _check_ray_address(value: str | None) -> str | None:
+    """``"auto"`` or ``HOST:PORT`` (a Ray cluster's GCS address), else a ValueError saying what to write."""
+    if value is None or value == "auto":
+        return value
+    host, sep, port = value.rpartition(":")
+    if value.startswith("ray://"):
+        raise ValueError('Ray Client (ray://) is not supported; give the cluster\'s GCS address HOST:PORT '
+                         '(`ray start --head` prints it) or "auto"')
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError('must be "auto" or HOST:PORT (e.g. "10.0.0.1:6379")')
+    return value
+
+
+class SimulateConfig(Section):
+    """Where Flower's Simulation Engine runs: a private Ray on this machine, or an existing Ray cluster."""
+
+    ray_address: str | None = Field(
+        None, description='attach to an existing Ray cluster instead of starting a private one: "auto" (the '
+                          'cluster `ray start` started on this node, or $RAY_ADDRESS) or its GCS address '
+                          'HOST:PORT; unset: a private Ray on this machine, never a cluster by accident '
+                          '(docs/multi-host.md)')
+    client_cpus: float = Field(1.0, gt=0, description="Ray CPUs each ClientApp actor asks for; the actor pool "
+                                                      "is as many actors as fit on every node")
+    client_gpus: float | None = Field(
+        None, ge=0, description="Ray GPUs each actor asks for (0.25: four actors share a GPU); unset: "
+                                "1 / actors on CUDA for a private Ray, 0 on a cluster")
+    client_memory_mb: int | None = Field(
+        None, ge=1, description="Ray memory each actor reserves (MiB); unset: none reserved")
+
+    @field_validator("ray_address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        return _check_ray_address(value)

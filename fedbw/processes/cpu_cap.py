@@ -160,9 +160,10 @@ class CpuCaps:
         self.close()
 
 
-#: The emulation's groups outweigh other work on the host (10 × a default process group's weight): a
-#: cap is an upper bound only, and under other load a device should still get its whole share.
-WEIGHT_FACTOR = 10
+#: The emulation's groups outweigh other work on the host (100 × a default process group's weight, the
+#: most cgroup v2 allows): a cap is an upper bound only, and under other load a device should still get
+#: its whole share. The caps keep this from starving the host: a group never runs past its quota.
+WEIGHT_FACTOR = 100
 
 
 def _prefer(group: Path, version: int) -> None:

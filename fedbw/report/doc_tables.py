@@ -109,7 +109,30 @@ def emulation_markdown(data: dict[str, Any]) -> str:
             + f"\n{cfg.get('model', {}).get('name', '?')} on {cfg.get('network', {}).get('profile', '?')}, synthetic "
               f"compute ({cfg.get('clients', {}).get('device_profile', '?')}), {data.get('rounds', '?')} rounds; round "
               f"figures are means of rounds 2 and later; errors are |emulate / simulate − 1|. Measured {data['date']} "
-              f"on {data['machine']}.\n")
+              f"on {data['machine']}.\n\n" + _emulation_verdict(data["rows"]))
+
+
+def _emulation_verdict(rows: list[dict[str, Any]]) -> str:
+    """The issue-11 targets against the dilated rows, and whether the host let the run test them: a
+    row whose rounds were host-bound measured the host, not the model."""
+    dilated = [r for r in rows if r["dilation"] > 1]
+    if not dilated:
+        return "No dilated rows: the targets (dilated) were not tested by this run.\n"
+    rounds_ok = sum(r["round_error"] is not None and abs(r["round_error"]) <= 0.05 for r in dilated)
+    transfers = sum(r["transfers_ge_1s"] for r in dilated)
+    transfers_ok = sum(r["transfers_within_2pct"] for r in dilated)
+    bound = sum(r["host_bound_rounds"] for r in dilated)
+    total = sum(len(r["emulate_rounds_s"]) for r in dilated)
+    busy = [r["cpu_busy"] for r in dilated if r.get("cpu_busy") is not None]
+    text = (f"**Targets, dilated rows:** rounds within 5 % in {rounds_ok} of {len(dilated)} rows; transfers "
+            f"of ≥ 1 s within 2 %: {transfers_ok} of {transfers}. {bound} of {total} dilated rounds were "
+            "host-bound")
+    if busy:
+        text += f" (the host's CPUs {min(busy):.0%}–{max(busy):.0%} busy)"
+    if bound:
+        text += ("; those rows measured the host's contention, not the model, and do not test the targets: "
+                 "rerun on a quiet host")
+    return text + ".\n"
 
 
 SHAPER_CMD = ".venv/bin/python benchmarks/shaper.py"
@@ -287,3 +310,35 @@ def render_result(name: str, data: dict[str, Any]) -> str:
     import json
 
     return json.dumps(data, indent=1)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# issue 13: the experiments' pages (docs/experiments/*.md, data from benchmarks/experiments.py) and the config
+# reference (docs/config.md, rendered from the pydantic models themselves).
+
+from fedbw.report import experiment_tables as _xt  # noqa: E402
+
+EXPERIMENTS_CMD = ".venv/bin/python benchmarks/experiments.py"
+
+for _name, _render in (("quickstart", _xt.run_markdown), ("uplink-profiles", _xt.run_markdown),
+                       ("heterogeneous-clients", _xt.heterogeneous_markdown),
+                       ("datacenter-vs-federated", _xt.datacenter_markdown),
+                       ("compression", _xt.compression_markdown), ("local-steps", _xt.local_steps_markdown)):
+    result_table(f"experiments.{_name}", f"experiments/{_name}.json", f"{EXPERIMENTS_CMD} {_name}")(_render)
+
+
+@table("config.reference")
+def _config_reference(root: Path) -> str:
+    from fedbw.report.config_reference import config_reference_markdown
+
+    return config_reference_markdown()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# issue 15: docs/reliability.md — what the hardening tests tried and kept, the shaper's CPU targets, the soak
+# (renderers in report/reliability_tables.py).
+
+from fedbw.report import reliability_tables as _rt  # noqa: E402
+
+for _name, _file, _cmd, _needs, _render in _rt.TABLES:
+    result_table(_name, _file, _cmd, needs=_needs)(_render)

@@ -33,7 +33,8 @@ def render_text(text: str, root: Path, source: str = "doc") -> str:
 
 
 def docs_with_tables(root: Path) -> list[Path]:
-    return sorted(p for p in (root / "docs").glob("*.md") if BLOCK.search(p.read_text(encoding="utf-8")))
+    """Every page under docs/ with a generated block, subfolders (docs/experiments/) included."""
+    return sorted(p for p in (root / "docs").rglob("*.md") if BLOCK.search(p.read_text(encoding="utf-8")))
 
 
 def regenerate(root: Path, check: bool = False) -> list[Path]:

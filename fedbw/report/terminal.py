@@ -10,10 +10,13 @@ from rich.markup import escape
 
 from fedbw.report import tables
 from fedbw.report.format import fmt_bytes, fmt_s
-from fedbw.results.records import read_records
 
 if TYPE_CHECKING:
-    from fedbw.compare import EstimateReport, SweepPoint
+    from rich.table import Table
+
+    from fedbw.compare import ComparedRun, EstimateReport, SweepPoint
+    from fedbw.results.summary import RunSummary
+    from fedbw.sweeps.index import SweepIndex
     from fedbw.config import ExperimentConfig
     from fedbw.engines.base import RunResult
 
@@ -57,40 +60,138 @@ def render_run(console: Console, cfg: "ExperimentConfig", result: "RunResult") -
     console.print(f"records: {result.run_dir}/records.jsonl")
 
 
-def render_records(console: Console, run_dir: Path) -> None:
-    f = read_records(run_dir)
-    clients, rounds = f.clients, f.rounds
-    engine = rounds[0].engine if rounds else str(f.header.get("engine") or "?")
-    _render(console, clients, rounds, engine)
-    for note in f.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}")
-    if Path(run_dir).is_dir():
-        from fedbw.report.plots import plot_run
-
-        for p in plot_run(Path(run_dir), clients, rounds, Path(run_dir).name):
-            console.print(f"plot: {p}")
+def render_records(console: Console, run: "ComparedRun") -> None:
+    """A run's tables, as `fedbw run` printed them (the reader's warnings are the caller's to print)."""
+    _render(console, run.clients, run.rounds, run.summary.engine)
 
 
-def render_comparison(console: Console, summaries: Sequence) -> None:
-    """Runs side by side: one row per run, then per-profile client time across runs."""
-    t = tables.new_table("Runs side by side", ["run", "engine", "rounds", "mean round", "comm", "up/client",
-                                               "down/client", "final acc.", "ε"], left=("engine",))
-    for s in summaries:
-        t.add_row(s.run, s.engine, str(s.rounds), fmt_s(s.mean_round_time_s),
-                  f"{100 * s.mean_comm_fraction:.0f} %", fmt_bytes(s.mean_bytes_up_per_client),
-                  fmt_bytes(s.mean_bytes_down_per_client),
-                  "-" if s.final_accuracy is None else f"{100 * s.final_accuracy:.1f} %",
-                  "-" if s.final_epsilon is None else f"{s.final_epsilon:.3f}")
+COMPARISON_CAPTION = ("round parts are those of the critical path: each stage's slowest client (download + "
+                      "upload = communication); comm = communication share of the round, ▲ above 30 % = "
+                      "bandwidth-bound; bytes are means per client and round; time to target: network-clock "
+                      "seconds until a round first reached it; host (emulate): share of the round the emulating "
+                      "host held, ◆ at 5 % or more; ÷ AllReduce F ×N: the mean FL round over one AllReduce of "
+                      "the model's gradient on fabric F at N ranks")
+
+
+def _eps_cell(s) -> str:
+    if s.final_epsilon is None:
+        return "-"
+    ctx = s.epsilon_context or {}
+    terms = [str(ctx.get("sampling") or ""), str(ctx.get("adjacency") or ""),
+             f"δ={ctx['delta']:g}" if ctx.get("delta") is not None else ""]
+    terms = [t for t in terms if t]
+    return f"{s.final_epsilon:.3g}" + (f" ({', '.join(terms)})" if terms else "")
+
+
+def _host_cell(s) -> str:
+    if s.mean_host_share is None:
+        return "-"
+    bound = len(s.host_bound_rounds or [])
+    return f"{100 * s.mean_host_share:.0f} %" + (f" ◆ {bound}/{s.rounds} rounds host-bound" if bound else "")
+
+
+def comparison_rows(runs: Sequence["ComparedRun"], target: float | None) -> list[tuple[str, list[str]]]:
+    """The side-by-side table as plain text: (what, one cell per run); shared by the terminal and the page."""
+    from fedbw.results.summary import time_to_accuracy
+
+    S = [r.summary for r in runs]
+    rows: list[tuple[str, list[str]]] = [
+        ("engine", [s.engine for s in S]),
+        ("rounds", [str(s.rounds) for s in S]),
+        ("privacy", [r.privacy for r in runs]),
+        ("round time (mean)", [fmt_s(s.mean_round_time_s) for s in S]),
+        ("  download", [fmt_s(s.mean_download_s) for s in S]),
+        ("  compute", [fmt_s(s.mean_compute_s) for s in S]),
+        ("  upload", [fmt_s(s.mean_upload_s) for s in S]),
+        ("  framework (Flower, server)", [fmt_s(s.mean_framework_s) for s in S]),
+    ]
+    stages = list(dict.fromkeys(k for s in S for k in s.mean_stage_times_s))
+    if stages != ["fit"]:
+        rows += [(f"  stage {k}", [fmt_s(s.mean_stage_times_s[k]) if k in s.mean_stage_times_s else "-" for s in S])
+                 for k in stages]
+    if any((s.mean_server_link_s or 0) > 1e-6 for s in S):
+        rows.append(("  of comm: server link wait", [fmt_s(s.mean_server_link_s) for s in S]))
+    rows += [
+        ("comm share (▲ > 30 %)", [f"{100 * s.mean_comm_fraction:.0f} %" + (" ▲" if s.bandwidth_bound else "")
+                                   for s in S]),
+        ("bytes up / client", [fmt_bytes(s.mean_bytes_up_per_client) for s in S]),
+        ("bytes down / client", [fmt_bytes(s.mean_bytes_down_per_client) for s in S]),
+        ("ε (sampling, adjacency, δ)", [_eps_cell(s) for s in S]),
+        ("final accuracy", ["-" if s.final_accuracy is None else f"{100 * s.final_accuracy:.1f} %" for s in S]),
+    ]
+    if target is not None:
+        times = [time_to_accuracy(s, target) for s in S]
+        rows.append((f"time to {100 * target:g} % accuracy",
+                     [fmt_s(t) if t is not None else ("not reached" if s.accuracy_curve else "-")
+                      for t, s in zip(times, S)]))
+    if any(s.mean_host_share is not None for s in S):
+        rows.append(("host share (emulate)", [_host_cell(s) for s in S]))
+    fabrics = list(dict.fromkeys((f.fabric, f.ranks) for r in runs for f in r.fabrics))
+    for name, ranks in fabrics:
+        cells = []
+        for r in runs:
+            f = next((f for f in r.fabrics if (f.fabric, f.ranks) == (name, ranks)), None)
+            ratio = None if f is None else f.fl_round_over_allreduce
+            cells.append("-" if ratio is None else f"{ratio:,.0f}×")
+        rows.append((f"÷ AllReduce {name} ×{ranks}", cells))
+    return rows
+
+
+def render_comparison(console: Console, runs: Sequence["ComparedRun"], target: float | None = None) -> None:
+    """Runs side by side: one column per run, one row per figure; then client time per profile."""
+    t = _runs_table("Runs side by side", "", [r.label for r in runs])
+    for what, cells in comparison_rows(runs, target):
+        t.add_row(what, *[f"[bold red]{escape(c)}[/]" if "▲" in c else
+                          f"[bold yellow]{escape(c)}[/]" if "◆" in c else escape(c) for c in cells])
+    t.caption = COMPARISON_CAPTION
     console.print(t)
+    summaries = [r.summary for r in runs]
     profiles = sorted({p for s in summaries for p in s.per_profile_client_time_s})
     if profiles:
-        p = tables.new_table("Mean client time per round by profile (upload in brackets)",
-                             ["profile", *[s.run for s in summaries]])
+        p = _runs_table("Mean client time per round by profile (upload in brackets)", "profile",
+                        [r.label for r in runs])
         for name in profiles:
             p.add_row(name, *[(f"{fmt_s(s.per_profile_client_time_s[name])} "
                                f"({fmt_s(s.per_profile_up_s[name])})")
                               if name in s.per_profile_client_time_s else "-" for s in summaries])
         console.print(p)
+
+
+def _runs_table(title: str, first: str, labels: Sequence[str]) -> "Table":
+    """A table with one column per run whose headers (the runs' labels) wrap, so no figure is cut."""
+    from rich import box
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column(first, justify="left", no_wrap=True)
+    for label in labels:
+        t.add_column(escape(label), justify="right", overflow="ellipsis")
+    return t
+
+
+def render_grid_sweep(console: Console, sweep_dir: Path, index: "SweepIndex",
+                      summaries: dict[int, "RunSummary | None"]) -> None:
+    """A grid sweep's points: their values, status and headline figures; then where to look next."""
+    from fedbw.sweeps.grid import describe_value
+
+    keys = [a.key for a in index.grid]
+    t = tables.new_table(f"Sweep {index.name} ({index.engine}): {len(index.points)} points",
+                         ["#", *keys, "status", "rounds", "mean round", "comm", "final acc.", "run directory"],
+                         left=(*keys, "status", "run directory"))
+    for p in index.points:
+        s = summaries.get(p.index)
+        status = {"done": "[green]done[/]", "failed": "[red]failed[/]"}.get(p.status, f"[yellow]{p.status}[/]")
+        t.add_row(str(p.index), *[escape(describe_value(p.overrides.get(k))) for k in keys], status,
+                  "-" if s is None else str(s.rounds), "-" if s is None else fmt_s(s.mean_round_time_s),
+                  "-" if s is None else tables.fmt_frac(s.mean_comm_fraction, s.bandwidth_bound),
+                  "-" if s is None or s.final_accuracy is None else f"{100 * s.final_accuracy:.1f} %",
+                  escape(p.run_dir or "-"))
+    console.print(t)
+    for p in index.points:
+        if p.stopped_early:
+            console.print(f"[yellow]point {p.index} stopped early:[/] {escape(p.stopped_early)}")
+    console.print(f"sweep index: {sweep_dir}/sweep.json\nside by side: fedbw compare {sweep_dir}\n"
+                  f"page with every figure: fedbw report {sweep_dir}", highlight=False, soft_wrap=True)
 
 
 def _render(console: Console, clients, rounds, engine: str) -> None:

@@ -175,10 +175,15 @@ class RecordWriter:
             self._append([header(run_id, engine)])
 
     def _append(self, lines: Iterable[dict[str, Any]]) -> None:
-        for line in lines:
-            self._fh.write(json.dumps(_clean(line), sort_keys=True) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        try:
+            for line in lines:
+                self._fh.write(json.dumps(_clean(line), sort_keys=True) + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:  # a disk that fills mid-run: one line naming this file, not a traceback
+            from fedbw.results.atomic import write_error
+
+            raise write_error(self.path, exc) from None
 
     def write(self, records: Iterable[ClientRoundRecord | RoundRecord]) -> None:
         self._append(rec.to_json() for rec in records)
@@ -239,15 +244,20 @@ def read_records(path: str | Path) -> RecordsFile:
     line is a ConfigError naming the file and the line.
     """
     path = _records_path(path)
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+    text = path.read_text(encoding="utf-8", errors="replace")
+    # the writer ends every line with a newline in the same write: a last line without one was cut short
+    torn_end = bool(text) and not text.endswith("\n")
+    numbered = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
     out: RecordsFile | None = None
     for k, (lineno, line) in enumerate(numbered):
         where = f"{path}:{lineno}"
         try:
             d = json.loads(line)
         except json.JSONDecodeError:
-            if k == len(numbered) - 1 and out is not None and not line.endswith("}"):
+            if out is None:
+                raise ConfigError(f"{where}: not a fedbw records file (the first line is not JSON); pass the "
+                                  f"records.jsonl of a fedbw run directory") from None
+            if k == len(numbered) - 1 and (torn_end or not line.rstrip().endswith("}")):
                 out.notes.append(f"{where}: the last line is cut short (the run stopped while writing it); "
                                  f"skipped")
                 break

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 import time
@@ -51,5 +50,8 @@ def environment(device: str | None = None) -> dict[str, Any]:
 
 
 def write_run_metadata(run_dir: Path, cfg: ExperimentConfig, device: str | None = None) -> None:
-    (run_dir / "resolved_config.json").write_text(json.dumps(config_to_dict(cfg), indent=2) + "\n")
-    (run_dir / "environment.json").write_text(json.dumps(environment(device), indent=2) + "\n")
+    from fedbw.results.atomic import write_json_atomic
+
+    # whole or not at all: a full disk must not leave a 0-byte resolved_config.json behind
+    write_json_atomic(run_dir / "resolved_config.json", config_to_dict(cfg), indent=2)
+    write_json_atomic(run_dir / "environment.json", environment(device), indent=2)

@@ -25,12 +25,16 @@ UNPACED_INFLIGHT_BYTES = 4 * 1024 * 1024
 
 
 class Pipe:
-    """Implements the scheduler's flow interface for one direction of one connection."""
+    """Implements the scheduler's flow interface for one direction of one connection.
+
+    ``sendable`` and ``pending_bytes`` are plain attributes kept up to date on every change, not
+    properties: the scheduler reads them several times per grant, thousands of times a second.
+    """
 
     __slots__ = (
         "in_ring", "last_due_s", "src", "dst", "dst_paused", "src_paused", "eof_in", "finished", "dead", "_open",
-        "_chunks", "_pending", "_inflight", "_inflight_bytes", "_sched", "_high", "_low", "_count_inflight",
-        "_conn_stats", "_client_stats", "_on_finished",
+        "sendable", "pending_bytes", "_chunks", "_inflight", "_inflight_bytes", "_sched", "_high", "_low",
+        "_count_inflight", "_conn_stats", "_client_stats", "_on_finished",
     )
 
     def __init__(
@@ -52,9 +56,10 @@ class Pipe:
         self.eof_in = False
         self.finished = False
         self.dead = False
-        self._open = False  # dst connected, not paused, pipe not dead: derived, kept for the hot path
+        self._open = False  # dst connected, not paused, pipe not dead
+        self.sendable = False  #: _open and pending_bytes > 0 (the flow interface)
+        self.pending_bytes = 0  #: read but not yet granted by the link
         self._chunks: deque[memoryview] = deque()
-        self._pending = 0
         self._inflight = 0
         self._inflight_bytes = 0
         self._sched = scheduler
@@ -69,50 +74,52 @@ class Pipe:
         self._on_finished = on_finished
 
     # -- flow interface (scheduler) --------------------------------------------------------------
-    @property
-    def sendable(self) -> bool:
-        return self._open and self._pending > 0
-
     def _update_open(self) -> None:
         self._open = self.dst is not None and not self.dst_paused and not self.dead
+        self.sendable = self._open and self.pending_bytes > 0
 
-    @property
-    def pending_bytes(self) -> int:
-        return self._pending
-
-    def take(self, n_bytes: int) -> bytes | memoryview:
-        """Remove the next ``n_bytes`` of pending data (zero-copy when they lie in one read)."""
+    def take(self, n_bytes: int) -> memoryview | list[memoryview]:
+        """Remove the next ``n_bytes`` of pending data: one view when they lie in one read, else the
+        list of views that hold them (written with one ``writelines``: no copy into a joined buffer)."""
         chunks = self._chunks
         head = chunks[0]
-        if len(head) > n_bytes:
-            out: bytes | memoryview = head[:n_bytes]
+        size = len(head)
+        out: memoryview | list[memoryview]
+        if size > n_bytes:
+            out = head[:n_bytes]
             chunks[0] = head[n_bytes:]
-        elif len(head) == n_bytes:
+        elif size == n_bytes:
             out = chunks.popleft()
         else:
-            parts = []
+            out = []
             left = n_bytes
             while left > 0 and chunks:
                 head = chunks[0]
-                if len(head) <= left:
-                    parts.append(chunks.popleft())
-                    left -= len(head)
+                size = len(head)
+                if size <= left:
+                    out.append(chunks.popleft())
+                    left -= size
                 else:
-                    parts.append(head[:left])
+                    out.append(head[:left])
                     chunks[0] = head[left:]
                     left = 0
-            out = b"".join(parts)
-        n = len(out)
-        self._pending -= n
+            n_bytes -= left
+        pending = self.pending_bytes - n_bytes
+        self.pending_bytes = pending
+        if pending <= 0:
+            self.sendable = False
         self._inflight += 1
-        self._inflight_bytes += n
+        self._inflight_bytes += n_bytes
         if self.src_paused:
             self._maybe_resume()
         return out
 
-    def deliver(self, chunk: bytes | memoryview) -> None:
+    def deliver(self, chunk: memoryview | list[memoryview]) -> None:
         """A granted chunk is due: write it to the receiver."""
-        n = len(chunk)
+        if chunk.__class__ is list:
+            n = sum(map(len, chunk))  # type: ignore[arg-type]
+        else:
+            n = len(chunk)
         self._inflight -= 1
         self._inflight_bytes -= n
         if self.dead:
@@ -122,14 +129,14 @@ class Pipe:
         dst = self.dst
         if dst is None or dst.is_closing():
             return
-        dst.write(chunk)
+        if chunk.__class__ is list:
+            dst.writelines(chunk)  # type: ignore[arg-type]
+        else:
+            dst.write(chunk)  # type: ignore[arg-type]
         now = time.perf_counter()
-        for stats in (self._conn_stats, self._client_stats):
-            stats.bytes_out += n
-            stats.last_out_s = now
-            if stats.first_out_s is None:
-                stats.first_out_s = now
-        if self.eof_in and self._inflight == 0 and self._pending == 0:
+        self._conn_stats.add_out(n, now)
+        self._client_stats.add_out(n, now)
+        if self.eof_in and self._inflight == 0 and self.pending_bytes == 0:
             self._check_finished()
 
     # -- fed by the proxy --------------------------------------------------------------------------
@@ -137,21 +144,20 @@ class Pipe:
         """Bytes read from the sender (copied: ``data`` is the proxy's shared read buffer)."""
         n = len(data)
         now = time.perf_counter()
-        for stats in (self._conn_stats, self._client_stats):
-            stats.bytes_in += n
-            stats.last_in_s = now
-            if stats.first_in_s is None:
-                stats.first_in_s = now
+        self._conn_stats.add_in(n, now)
+        self._client_stats.add_in(n, now)
         if self.dead:
             self._conn_stats.bytes_dropped += n
             self._client_stats.bytes_dropped += n
             return
         self._chunks.append(memoryview(bytes(data)))
-        self._pending += n
-        if not self.src_paused and self._held() >= self._high and self.src is not None:
+        self.pending_bytes += n
+        if not self.src_paused and self.src is not None and self._held() >= self._high:
             self.src_paused = True
             self.src.pause_reading()
-        self._kick()
+        if self._open and self.pending_bytes > 0:
+            self.sendable = True
+            self._kick()
 
     def feed_eof(self) -> None:
         """The sender half-closed: forward the EOF once everything before it is delivered."""
@@ -180,9 +186,10 @@ class Pipe:
             return 0
         self.dead = True
         self._open = False
-        dropped = self._pending + self._inflight_bytes
+        self.sendable = False
+        dropped = self.pending_bytes + self._inflight_bytes
         self._chunks.clear()
-        self._pending = 0
+        self.pending_bytes = 0
         self._conn_stats.bytes_dropped += dropped
         self._client_stats.bytes_dropped += dropped
         return dropped
@@ -195,15 +202,15 @@ class Pipe:
     @property
     def buffered_bytes(self) -> int:
         """Bytes this pipe holds inside the proxy (pending + in flight; not transport buffers)."""
-        return 0 if self.dead else self._pending + self._inflight_bytes
+        return 0 if self.dead else self.pending_bytes + self._inflight_bytes
 
     # -- internals ---------------------------------------------------------------------------------
     def _held(self) -> int:
         """Bytes that count against ``high_bytes``: pending, and for an unpaced delay everything."""
         if not self._count_inflight:
-            return self._pending
+            return self.pending_bytes
         dst = self.dst
-        return self._pending + self._inflight_bytes + (dst.get_write_buffer_size() if dst is not None else 0)
+        return self.pending_bytes + self._inflight_bytes + (dst.get_write_buffer_size() if dst is not None else 0)
 
     def _maybe_resume(self) -> None:
         # Not while the receiver is full: what is in flight drains into its buffer meanwhile.
@@ -220,14 +227,14 @@ class Pipe:
         # Neither rate nor delay in this direction: straight through, in pieces, so that a full
         # receiver (pause_writing is called from inside write) stops the flow within one piece.
         while self.sendable:
-            self.deliver(self.take(min(self._pending, MAX_QUANTUM_BYTES)))
+            self.deliver(self.take(min(self.pending_bytes, MAX_QUANTUM_BYTES)))
 
     def _check_finished(self) -> None:
         if (
             self.finished
             or self.dead
             or not self.eof_in
-            or self._pending
+            or self.pending_bytes
             or self._inflight
             or self.dst is None
         ):

@@ -121,6 +121,22 @@ class LinkScheduler:
         self._timer.observe(self._clock() - target)
         self._run(FIRE_SLACK_S)
 
+    def _take_push(self, flow: Deliverable, n_bytes: int, t_ready: float) -> None:
+        """A grant of the rate stage: take its bytes and queue them for their due time."""
+        chunk = flow.take(n_bytes)
+        delay = self._delay
+        if delay is None:
+            due = t_ready
+        elif delay.jitter_s > 0.0:
+            due = delay.due(t_ready, flow.last_due_s)
+        else:  # DelayStage.due without jitter
+            due = t_ready + delay.latency_s
+            if due < flow.last_due_s:
+                due = flow.last_due_s
+        flow.last_due_s = due
+        self._seq += 1
+        heapq.heappush(self._heap, (due, self._seq, flow, chunk))
+
     def _run(self, slack_s: float) -> None:
         if self._closed:
             return
@@ -130,21 +146,14 @@ class LinkScheduler:
             now = self._clock()
             horizon = now + slack_s
             while heap and heap[0][0] <= horizon:
-                _, _, flow, chunk = heapq.heappop(heap)
-                flow.deliver(chunk)
+                entry = heapq.heappop(heap)
+                entry[2].deliver(entry[3])
             rate = self._rate
-            if rate is not None:
-                pushed = False
-                while (grant := rate.next_grant(horizon)) is not None:
-                    flow, n, t_ready = grant
-                    self._push(flow, flow.take(n), t_ready)
-                    rate.requeue(flow)
-                    pushed = True
-                if pushed:
-                    horizon = now + IMMEDIATE_S  # anything due now (zero latency) goes out at once
-                    while heap and heap[0][0] <= horizon:
-                        _, _, flow, chunk = heapq.heappop(heap)
-                        flow.deliver(chunk)
+            if rate is not None and rate.grant_ready(horizon, self._take_push):
+                horizon = now + IMMEDIATE_S  # anything due now (zero latency) goes out at once
+                while heap and heap[0][0] <= horizon:
+                    entry = heapq.heappop(heap)
+                    entry[2].deliver(entry[3])
         finally:
             self._running = False
         self._arm()

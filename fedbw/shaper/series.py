@@ -169,7 +169,7 @@ def _num(t: float | None) -> str:
 
 
 def _line(cid: str, direction: str, s: Sample) -> str:
-    # formatted by hand: the sampler writes one per changed link every few ms on the shaper's loop
+    # the same line the sampler writes (formatted there from a prefix per link direction)
     return (f"[{json.dumps(cid)}, \"{direction}\", {s.t_s!r}, {s.bytes_in}, {s.bytes_out}, {_num(s.last_in_s)}, "
             f"{_num(s.last_out_s)}]\n")
 
@@ -177,54 +177,70 @@ def _line(cid: str, direction: str, s: Sample) -> str:
 class SeriesSampler:
     """Samples a ledger's per-client totals on the shaper's loop and appends every change to a file.
 
-    It runs as a task beside the shaper's links (``start()`` on the running loop; ``stop()`` takes a
-    last sample and closes the file), so reading the counters needs no lock and no other thread.
+    It runs as a timer chain beside the shaper's links (``start()`` on the running loop; ``stop()``
+    takes a last sample and closes the file), so reading the counters needs no lock and no other
+    thread. Why it is written tightly: with 32 links it formats ≈ 6,600 lines a second on the loop that
+    moves the bytes, so each line is one f-string from a prefix made once per link direction.
     """
 
     def __init__(self, ledger: Any, path: str | Path, interval_s: float = DEFAULT_INTERVAL_S) -> None:
         self._ledger = ledger
         self.interval_s = interval_s
         self.path = Path(path)
-        self._last: dict[tuple[str, str], tuple[int, int]] = {
-            (cid, d): (0, 0) for cid in ledger.clients for d in ("up", "down")}
+        #: per link direction: [line prefix, its DirStats, last bytes_in, last bytes_out]
+        self._watch: list[list[Any]] = [
+            [f"[{json.dumps(cid)}, \"{d}\", ", getattr(stats, d), 0, 0]
+            for cid, stats in ledger.clients.items() for d in ("up", "down")]
         self._fh: IO[str] | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._next_s = 0.0
 
     def start(self) -> SeriesSampler:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("w", encoding="utf-8")
         self._fh.write(json.dumps(_header(list(self._ledger.clients), self.interval_s)) + "\n")
         self._fh.flush()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop = asyncio.get_running_loop()
+        self._next_s = self._loop.time() + self.interval_s
+        self._handle = self._loop.call_at(self._next_s, self._tick)
         return self
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
         if self._fh is not None:
             self.sample()
             self._fh.close()
             self._fh = None
 
     def sample(self) -> None:
-        now = time.perf_counter()
+        t = repr(time.perf_counter())
         lines = []
-        for cid, stats in self._ledger.clients.items():
-            for d in ("up", "down"):
-                st = getattr(stats, d)
-                if (st.bytes_in, st.bytes_out) != self._last[(cid, d)]:
-                    self._last[(cid, d)] = (st.bytes_in, st.bytes_out)
-                    lines.append(_line(cid, d, Sample(now, st.bytes_in, st.bytes_out, st.last_in_s, st.last_out_s)))
+        for w in self._watch:
+            st = w[1]
+            b_in, b_out = st.bytes_in, st.bytes_out
+            if b_in != w[2] or b_out != w[3]:
+                w[2], w[3] = b_in, b_out
+                l_in, l_out = st.last_in_s, st.last_out_s
+                lines.append(f"{w[0]}{t}, {b_in}, {b_out}, {'null' if l_in is None else repr(l_in)}, "
+                             f"{'null' if l_out is None else repr(l_out)}]\n")
         if lines and self._fh is not None:
             self._fh.write("".join(lines))
             self._fh.flush()
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)
-            self.sample()
+    def _tick(self) -> None:
+        # Due times advance by the interval from the previous due time (no drift); after a stall the
+        # chain restarts from now instead of firing a burst of catch-up samples.
+        loop = self._loop
+        assert loop is not None
+        self.sample()
+        now = loop.time()
+        self._next_s += self.interval_s
+        if self._next_s < now:
+            self._next_s = now + self.interval_s
+        self._handle = loop.call_at(self._next_s, self._tick)
 
 
 class SeriesReader:

@@ -126,7 +126,7 @@ class RateStage:
     """
 
     __slots__ = ("_bucket", "_schedule", "_quantum_s", "_min_q", "_max_q", "_const_q", "_ring", "_continuous",
-                 "_demand_s", "_shared")
+                 "_demand_s", "_shared", "_fast_rate")
 
     def __init__(
         self,
@@ -150,6 +150,11 @@ class RateStage:
         # _demand_s, when a flow became ready (None: none has yet).
         self._continuous = False
         self._demand_s: float | None = None
+        # The common link: one finite rate, no trace, no shared server link, no burst. Then
+        # grant_ready() books inline what reserve() would (same arithmetic, no calls per grant).
+        base = self._schedule.rate_at(0.0)
+        simple = self._schedule.constant and shared is None and bucket.burst_bytes == 0.0
+        self._fast_rate = base if simple and 0.0 < base < math.inf else None
 
     @property
     def quantum_s(self) -> float:
@@ -190,15 +195,8 @@ class RateStage:
         bucket = self._bucket
         if bucket._t_free > now_s:
             return None
-        ring = self._ring
-        while ring:
-            flow = ring.popleft()
-            if flow.sendable:
-                break
-            flow.in_ring = False
-        else:
-            self._continuous = False
-            self._demand_s = None
+        flow = self._next_ready()
+        if flow is None:
             return None
         n = self._const_q or self._quantum_at(now_s)
         shared = self._shared
@@ -221,6 +219,79 @@ class RateStage:
                 bucket.hold(t_ready)
         flow.in_ring = False  # the caller takes the bytes, then calls requeue()
         return flow, n, t_ready
+
+    def grant_ready(self, horizon_s: float, push: Callable[[Flow, int, float], None]) -> bool:
+        """Make every grant whose turn has come by ``horizon_s``; returns whether it made any.
+
+        Each grant is handed to ``push(flow, n_bytes, t_ready)``, which takes the bytes from the flow;
+        the flow is then requeued. The grants are exactly those of calling :meth:`next_grant` and
+        :meth:`requeue` in a loop. Why a loop of its own: at 32 links × 30 Mbps the proxy makes
+        ≈ 6,400 grants a second, and on a constant-rate link this books each one inline.
+        """
+        rate = self._fast_rate
+        if rate is None:
+            made = False
+            while (grant := self.next_grant(horizon_s)) is not None:
+                flow, n, t_ready = grant
+                push(flow, n, t_ready)
+                self.requeue(flow)
+                made = True
+            return made
+        bucket = self._bucket
+        t_free = bucket._t_free
+        if t_free > horizon_s:
+            return False
+        ring = self._ring
+        quantum = self._const_q
+        clock = bucket._clock
+        max_lag = bucket.max_lag_s
+        made = False
+        while t_free <= horizon_s:
+            flow = self._next_ready()
+            if flow is None:
+                break
+            n = flow.pending_bytes
+            if n > quantum:
+                n = quantum
+            now = clock()
+            if self._continuous:  # TokenBucket.reserve(n, continuing=True)
+                floor = now - max_lag
+            else:  # TokenBucket.reserve(n, demand_s=...) without burst
+                demand = self._demand_s
+                floor = now if demand is None or demand > now else demand
+                self._demand_s = None
+            if floor > t_free:
+                t_free = floor
+            t_free += n / rate
+            bucket._t_free = t_free
+            flow.in_ring = False
+            push(flow, n, t_free)
+            made = True
+            if not flow.in_ring and flow.sendable:  # requeue()
+                flow.in_ring = True
+                ring.append(flow)
+                self._continuous = True
+            else:
+                for waiting in ring:
+                    if waiting.sendable:
+                        self._continuous = True
+                        break
+                else:
+                    self._continuous = False
+        return made
+
+    def _next_ready(self) -> Flow | None:
+        """The first flow in the ring with bytes to send (those without leave the ring); None: the
+        link goes idle (the next flow to become ready marks when demand came back)."""
+        ring = self._ring
+        while ring:
+            flow = ring.popleft()
+            if flow.sendable:
+                return flow
+            flow.in_ring = False
+        self._continuous = False
+        self._demand_s = None
+        return None
 
     def requeue(self, flow: Flow) -> None:
         """After a grant's bytes were taken: back to the end of the ring if it has more to send."""

@@ -44,6 +44,7 @@ def test_compare_uses_alpha_from_the_smallest_row_and_checks_bandwidth_rows() ->
 
 
 def test_docs_table_is_rendered_from_the_json(tmp_path: Path) -> None:
+    import fedbw.report.doc_tables  # noqa: F401  (registers the tables)
     from fedbw.report.datacenter import netns_markdown
     from fedbw.report.doc_blocks import TABLES
 

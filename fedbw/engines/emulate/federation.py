@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedbw.engines.emulate.flower import FlowerDeployment, RunStatus
 from fedbw.engines.emulate.host import HostSample, HostSampler
@@ -41,6 +41,9 @@ from fedbw.shaper.link import ClientRoute
 from fedbw.shaper.series import LinkSeries, Transfer
 from fedbw.timewarp import Dilation
 from fedbw.timewarp.launcher import env_additions
+
+if TYPE_CHECKING:
+    from fedbw.engines.emulate.hosts import NetnsHosts
 
 #: Downlink: activity right before "Receiving" with no pause longer than this belongs to the message.
 HEADER_GAP_S = 1.0
@@ -197,7 +200,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 logs_to: Path | None = None, tick: Callable[[Live], None] | None = None,
                 superlink_port: int = 0, sample_interval_s: float = 0.005,
                 env_extra: Mapping[str, str] | None = None, shared_link: Any = None,
-                dilation: float = 1.0, cap_cpu: bool = True) -> EmulationResult:
+                dilation: float = 1.0, cap_cpu: bool = True, hosts: NetnsHosts | None = None) -> EmulationResult:
     """Run the Flower app in ``app_dir`` on a loopback federation whose links are shaped per client.
 
     Returns what was measured; raises RunError (with the failing child's last log lines) if a
@@ -206,6 +209,8 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     ``shared_link`` (a shaper LinkSpec) is the server's own link, shared by every client's flows.
     ``dilation`` K > 1 stretches time (module docstring); ``cap_cpu`` then caps each device (and the
     server) to its share of a core when cgroups allow. ``timeout_s`` counts emulated seconds.
+    ``hosts`` (:class:`~fedbw.engines.emulate.hosts.NetnsHosts`): the SuperLink and every SuperNode on
+    network hosts of their own, a shaper on each client host, TLS (docs/multi-host.md).
     """
     app_dir = Path(app_dir).resolve()
     check_app_dir(app_dir)
@@ -219,17 +224,25 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     try:
         with contextlib.ExitStack() as stack:
             caps, groups, note = _cpu_groups(stack, clients, warp, cap_cpu)
-            sup = stack.enter_context(Supervisor())
+            fed = None if hosts is None else hosts.open(
+                stack, [c.client_id for c in clients], workdir,
+                server_link=None if shared_link is None else shared_link.dilated(warp.factor))
+            sup = stack.enter_context(Supervisor())  # entered after the hosts: stops before they go
             env = {**(env_extra or {}), **env_additions(warp)}
-            dep = FlowerDeployment(sup, workdir, env)
+            dep = FlowerDeployment(sup, workdir, env) if fed is None else fed.deployment(sup, workdir, env)
             stack.callback(dep.close)
             sl_port = dep.start_superlink(superlink_port, cpu_group=groups.get(SERVER))
-            routes = [ClientRoute(str(c.client_id), LOOPBACK, 0, LOOPBACK, sl_port, c.link.dilated(warp.factor))
-                      for c in clients]
-            shaper = ShaperProcess(sup, workdir, routes, env=dict(os.environ), interval_s=sample_interval_s,
-                                   shared_link=None if shared_link is None else shared_link.dilated(warp.factor),
-                                   to_time=warp.emulated if warp.active else None, time_scale=1.0 / warp.factor,
-                                   cpu_group=groups.get(SHAPER))
+            clock = {"to_time": warp.emulated if warp.active else None, "time_scale": 1.0 / warp.factor,
+                     "cpu_group": groups.get(SHAPER)}
+            if fed is None:
+                routes = [ClientRoute(str(c.client_id), LOOPBACK, 0, LOOPBACK, sl_port, c.link.dilated(warp.factor))
+                          for c in clients]
+                shaper = ShaperProcess(sup, workdir, routes, env=dict(os.environ), interval_s=sample_interval_s,
+                                       shared_link=None if shared_link is None else shared_link.dilated(warp.factor),
+                                       **clock)
+            else:  # one shaper on each client host
+                shaper = fed.shapers(sup, workdir, {c.client_id: c.link.dilated(warp.factor) for c in clients}, sl_port,
+                                     env=dict(os.environ), interval_s=sample_interval_s, **clock)
             n = len(clients)
             for c in clients:
                 node_cfg = {"partition-id": c.client_id, "num-partitions": n, **dict(c.node_config)}

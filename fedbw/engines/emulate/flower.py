@@ -26,6 +26,9 @@ from fedbw.tomlvalue import format_value
 CONNECTION = "fedbw-emulate"
 STARTUP_TIMEOUT_S = 60.0
 CLI_TIMEOUT_S = 120.0
+#: How long the SuperLink may leave run-status requests unanswered (timeouts, refused connections)
+#: before the run is given up on; a busy host delays answers by seconds, not minutes.
+STATUS_SILENCE_S = 120.0
 #: Flower's processes run this much nicer than fedbw's own, so the shaper (in fedbw's process) is not
 #: starved when every emulated client starts a ClientApp at once: real clients have their own CPUs,
 #: and a starved shaper would delay bytes that a real link would have carried.
@@ -194,16 +197,30 @@ class FlowerDeployment:
     def wait(self, run_id: int, timeout_s: float | None, tick: Callable[[], None] | None = None,
              poll_s: float = 1.0) -> RunStatus:
         """Until the run finishes; every ``poll_s`` checks the children and calls ``tick``."""
+        import httpx
+
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         next_status = 0.0
+        unanswered_since: float | None = None
         while True:
             self.sup.check()
             if tick is not None:
                 tick()
             now = time.monotonic()
             if now >= next_status:
-                st = self.status(run_id)
-                if st.finished:
+                try:
+                    st = self.status(run_id)
+                    unanswered_since = None
+                except (httpx.HTTPError, OSError) as exc:
+                    # a SuperLink too busy to answer in time (a loaded host) is asked again; one that stays
+                    # silent ends the run with a message, never a traceback (a dead one: sup.check above)
+                    unanswered_since = unanswered_since or now
+                    if now - unanswered_since > STATUS_SILENCE_S:
+                        raise RunError(f"the SuperLink has not answered a run-status request for "
+                                       f"{now - unanswered_since:.0f} s ({type(exc).__name__}: {exc}); see "
+                                       f"{self.logs / 'superlink.log'}") from None
+                    st = None
+                if st is not None and st.finished:
                     return st
                 next_status = now + poll_s
             if deadline is not None and now > deadline:

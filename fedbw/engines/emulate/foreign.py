@@ -46,12 +46,14 @@ class AppRun:
 def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None = None,
             run_config: Sequence[str] = (), timeout_s: float = 1800.0, out_dir: Path | None = None,
             seed: int = 0, drops: Sequence[DropFault] = (), server_link: str | None = None,
-            dilation: float | str = 1.0, cap_cpu: bool = True, progress: Progress = NoProgress) -> AppRun:
+            dilation: float | str = 1.0, cap_cpu: bool = True, progress: Progress = NoProgress,
+            hosts: Any = None) -> AppRun:
     """Any Flower app, unmodified, with ``num_clients`` SuperNodes on ``profile`` links.
 
     ``rounds`` sets the app's ``num-server-rounds`` (Flower's template key); ``run_config`` items are
     ``key=value`` (TOML values) passed to ``flwr run --run-config``. ``dilation`` (K or "auto") and
-    ``cap_cpu`` as for ``[emulate]`` in a config (docs/emulate.md).
+    ``cap_cpu`` as for ``[emulate]`` in a config (docs/emulate.md). ``hosts``: a
+    :class:`~fedbw.engines.emulate.hosts.NetnsHosts` puts every process on a network host of its own.
     """
     from fedbw.results.rundir import fresh_stamped_dir, write_run_metadata
 
@@ -78,7 +80,7 @@ def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None
                               env_extra={EVENTS_ENV: str(events_path), NODES_ENV: str(num_clients)},
                               shared_link=server_shaper_spec(plan.config.server.link),
                               dilation=resolve_dilation(plan.config.emulate.dilation, num_clients),
-                              cap_cpu=plan.config.emulate.cap_cpu)
+                              cap_cpu=plan.config.emulate.cap_cpu, hosts=hosts)
             dropped[:] = res.dropped
             recorder.consume(lambda: res.messages)
         finally:

@@ -7,7 +7,6 @@ through their run config (:mod:`.fedbw_app`); rounds become records as they end 
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from fedbw.errors import RunError
 from fedbw.fl.settings import EVENTS_FILE, PLAN_ENV, write_plan_file
 from fedbw.links import server_shaper_spec
 from fedbw.plan import Plan
+from fedbw.results.atomic import write_json_atomic
 from fedbw.results.records import RecordWriter
 
 SUMMARY_FILE = "emulate.json"
@@ -95,4 +95,4 @@ def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> 
                       "t_receiving_s": t.t_receiving_s, "t_sent_s": t.t_sent_s, "t_host_s": t.t_host_s}
                      for r, t in recorder.messages],
     }
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_json_atomic(path, data, indent=1)  # whole or absent, also when the run is being interrupted

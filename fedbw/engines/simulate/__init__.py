@@ -35,15 +35,25 @@ POLL_S = 0.2
 STOP_GRACE_S = 15.0
 
 
-def flower_env(tmp: Path) -> dict[str, str]:
-    """Environment for everything that starts Flower: private FLWR_HOME and Ray temp, no telemetry."""
+def flower_env(tmp: Path, ray_cluster: bool = False) -> dict[str, str]:
+    """Environment for everything that starts Flower: private FLWR_HOME and Ray temp, no telemetry.
+
+    ``RAY_ADDRESS`` is dropped, so a private Ray never joins a cluster by accident; attaching to one is
+    explicit (``ray_cluster``: the config's ``simulate.ray_address``), and then ``RAY_ADDRESS`` and
+    ``RAY_TMPDIR`` stay as the person set them, which is how Ray's ``"auto"`` finds its cluster."""
     env = dict(os.environ)
     (tmp / "flwr").mkdir(exist_ok=True)
     (tmp / "ray").mkdir(exist_ok=True)
     env.update(FLWR_HOME=str(tmp / "flwr"), FLWR_TELEMETRY_ENABLED="0", FLWR_DISABLE_UPDATE_CHECK="1",
                RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=str(tmp / "ray"), RAY_DEDUP_LOGS="0",
                PYTHONUNBUFFERED="1", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0", RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO="0")
-    env.pop("RAY_ADDRESS", None)
+    if ray_cluster:
+        for key in ("RAY_ADDRESS", "RAY_TMPDIR"):
+            env.pop(key, None)
+            if key in os.environ:
+                env[key] = os.environ[key]
+    else:
+        env.pop("RAY_ADDRESS", None)
     return env
 
 
@@ -61,9 +71,10 @@ class ChildRun:
 
 
 def run_child(command: list[str], run_dir: Path, events_path: Path, per_round: int, progress: Progress,
-              on_round: Callable[..., None]) -> ChildRun:
+              on_round: Callable[..., None], ray_cluster: bool = False) -> ChildRun:
     """Run ``command`` (a simulation child) under the supervisor in a private FLWR_HOME/RAY_TMPDIR,
-    tailing ``events_path``; ``on_round(round_events)`` gets every round as its ``round_end`` arrives."""
+    tailing ``events_path``; ``on_round(round_events)`` gets every round as its ``round_end`` arrives.
+    ``ray_cluster``: the child attaches to an existing Ray cluster (:func:`flower_env`)."""
     reader, assembler = EventReader(events_path), RoundAssembler()
 
     def consume() -> None:
@@ -80,7 +91,7 @@ def run_child(command: list[str], run_dir: Path, events_path: Path, per_round: i
     tmp = Path(tempfile.mkdtemp(prefix="fedbw-"))
     try:
         with Supervisor() as sup:
-            child = sup.start("simulation", command, flower_env(tmp), run_dir / LOG_FILE,
+            child = sup.start("simulation", command, flower_env(tmp, ray_cluster), run_dir / LOG_FILE,
                               stop_signal=signal.SIGINT, stop_leader_only=True, stop_grace_s=STOP_GRACE_S,
                               stamp=False, keep_lines=False)
             progress(1, 0, per_round)
@@ -118,7 +129,8 @@ def run_simulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
         result.clients += clients
         result.rounds.append(record)
 
-    run = run_child(child_command(plan_path), run_dir, events_path, plan.config.clients.per_round, progress, on_round)
+    run = run_child(child_command(plan_path), run_dir, events_path, plan.config.clients.per_round, progress, on_round,
+                    ray_cluster=bool(plan.config.simulate.ray_address))
     result.stopped_early = run.assembler.stopped_early  # privacy.dp.max_epsilon ended the run before training.rounds
     if run.code != 0 or run.assembler.error or (len(result.rounds) < plan.rounds and not result.stopped_early):
         raise RunError(failure_message(len(result.rounds), plan.rounds, run, run_dir))

@@ -10,6 +10,7 @@ Usage: ``python -m fedbw.engines.simulate.child PLAN_JSON``
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -36,16 +37,23 @@ def actor_count(synthetic: bool = False) -> int:
     return max(1, min(2 * cpus, 8) if synthetic else min(cpus, 4))
 
 
-def backend_config(device: str, model_bytes: int, actors: int) -> dict:
-    """Ray sized to this machine: one (logical) CPU per ClientApp actor, a GPU share each on CUDA."""
-    init_args = {"num_cpus": actors, "include_dashboard": False, "logging_level": "ERROR",
-                 "log_to_driver": True, "_node_ip_address": LOOPBACK,
+def backend_config(device: str, model_bytes: int, actors: int, client_cpus: float = 1.0,
+                   client_gpus: float | None = None, client_memory_mb: int | None = None) -> dict:
+    """A private Ray sized to this machine: ``actors`` ClientApp actors of ``client_cpus`` (logical)
+    CPUs each, a GPU share each on CUDA (1 / actors unless ``client_gpus`` says otherwise)."""
+    from fedbw.engines.simulate.cluster import client_resources
+
+    init_args = {"num_cpus": max(1, math.ceil(actors * client_cpus)), "include_dashboard": False,
+                 "logging_level": "ERROR", "log_to_driver": True, "_node_ip_address": LOOPBACK,
                  # Messages pass through Ray's object store; leave room for a few of them.
                  "object_store_memory": max(512 * 2**20, 8 * model_bytes)}
-    resources = {"num_cpus": 1, "num_gpus": 0.0}
-    if device == "cuda":
+    cuda = device == "cuda"
+    resources = client_resources(client_cpus, client_gpus if cuda else 0.0, client_memory_mb,
+                                 default_gpus=1.0 / actors if cuda else 0.0)
+    if resources["num_gpus"] > 0:
         init_args["num_gpus"] = 1
-        resources["num_gpus"] = 1.0 / actors
+    if "memory" in resources:
+        init_args["_memory"] = int(resources["memory"] * actors)
     return {"init_args": init_args, "client_resources": resources}
 
 
@@ -77,11 +85,16 @@ def main(argv: list[str]) -> None:
 
 
 def _simulate(plan_path: str) -> None:
-    """Flower's Simulation Engine on fedbw's apps for the plan in ``plan_path``."""
+    """Flower's Simulation Engine on fedbw's apps for the plan in ``plan_path``: on a private Ray, or
+    on the Ray cluster the config names (``simulate.ray_address``)."""
     from fedbw.fl.settings import PLAN_ENV, load_settings
 
-    os.environ[PLAN_ENV] = plan_path  # inherited by Ray's workers (run_simulation passes no run_config)
+    os.environ[PLAN_ENV] = plan_path  # inherited by a private Ray's workers (run_simulation passes no run_config)
     settings = load_settings(plan_path)
+    if settings.config.simulate.ray_address:
+        _simulate_on_cluster(plan_path, settings)
+        return
+    sim = settings.config.simulate
     actors = actor_count(settings.synthetic)
     os.environ.setdefault("FEDBW_TORCH_THREADS", str(max(1, (os.cpu_count() or 1) // actors)))
 
@@ -92,7 +105,36 @@ def _simulate(plan_path: str) -> None:
 
     run_simulation(server_app=server_app, client_app=client_app,
                    num_supernodes=settings.config.clients.total,
-                   backend_config=backend_config(settings.device, settings.plan.model.float32_bytes, actors))
+                   backend_config=backend_config(settings.device, settings.plan.model.float32_bytes, actors,
+                                                 sim.client_cpus, sim.client_gpus, sim.client_memory_mb))
+
+
+def _simulate_on_cluster(plan_path: str, settings) -> None:
+    """Attach to the cluster, run there with the actor pool Flower fits onto its nodes, and write
+    ``ray-placement.jsonl`` (the nodes, and the node of every ClientApp call) into the run directory."""
+    from fedbw.engines.simulate import cluster
+
+    sim = settings.config.simulate
+    threads = max(1, int(sim.client_cpus))  # a worker trains with the CPUs Ray gave it
+    os.environ.setdefault("FEDBW_TORCH_THREADS", str(threads))
+    ship = cluster.attach(sim.ray_address, plan_path, threads)
+    try:
+        interrupt_on_signals()  # ray.init replaced SIGTERM's handler with sys.exit
+        resources = cluster.client_resources(sim.client_cpus, sim.client_gpus, sim.client_memory_mb, default_gpus=0.0)
+        nodes = cluster.cluster_nodes()
+        actors = cluster.actors_per_node(nodes, resources)
+        log = cluster.placement_log(settings.run_dir, sim.ray_address, nodes, actors)
+
+        from flwr.simulation import run_simulation
+
+        from fedbw.fl.client_app import app as client_app
+        from fedbw.fl.server_app import app as server_app
+
+        run_simulation(server_app=server_app, client_app=cluster.placed(client_app, log),
+                       num_supernodes=settings.config.clients.total,
+                       backend_config={"client_resources": resources})
+    finally:
+        ship.cleanup()
 
 
 def leave(code: int) -> None:

@@ -1,0 +1,196 @@
+"""Scale, measured: simulate with synthetic compute at 1,000 and 5,000 clients per round, sampled from
+10,000, and the estimate engine at 100,000 clients per round.
+
+    .venv/bin/python benchmarks/scale.py [sim1000] [sim5000] [estimate]
+
+* sim1000     — 1,000 of 10,000 clients per round, synthetic compute (mlp), 3 rounds; beside it the same
+                run with fedbw's measurement off (Flower's apps bare), so fedbw's own share is a
+                difference measured side by side.
+* sim5000     — 5,000 of 10,000 clients per round, 2 rounds (fedbw only: a bare twin would double a
+                run of several minutes on 2 cores).
+* estimate    — the estimate engine at 1,000, 10,000 and 100,000 clients per round (twice the clients
+                in total): wall and CPU time of the plan and of the engine, each.
+
+Where the simulate cost goes is read from the processes themselves (psutil, every 0.5 s): CPU seconds
+and peak resident memory of the simulation driver (Flower's Simulation Engine and ServerApp, with
+fedbw's measurement), of Ray's ClientApp actors (Flower's ClientApp in Ray workers) and of Ray's own
+processes (GCS, raylet, agents). Per-round times are each round record's ``wall_time_s``; round 1
+includes the actors' start, so the steady figure is the median of rounds 2 and later.
+
+Each case replaces its own entry in benchmarks/results/scale.json; docs/simulate.md's scale table is
+generated from it (`fedbw docs`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from fedbw.config import config_from_dict
+from fedbw.engines.estimate import run_estimate
+from fedbw.engines.simulate import run_simulate
+from fedbw.plan import build_plan
+from fedbw.results.records import RecordWriter
+
+OUT = Path(__file__).resolve().parent / "results"
+RESULT = OUT / "scale.json"
+TOTAL = 10_000
+KINDS = ("driver", "ray actors", "ray system")
+
+
+def sim_config(per_round: int, rounds: int, total: int = TOTAL, engine: str = "simulate") -> Any:
+    return config_from_dict({
+        "name": f"scale-{per_round}", "engine": engine, "device": "cpu", "seed": 0, "output_dir": str(OUT / "runs"),
+        "model": {"name": "mlp"}, "data": {"dataset": "digits"},
+        "clients": {"total": total, "per_round": per_round, "compute": "synthetic"},
+        "training": {"rounds": rounds, "local_epochs": 1},
+        "network": {"mix": [{"profile": "home-30", "share": 1}, {"profile": "home-80", "share": 1}]}})
+
+
+def kind_of(proc: psutil.Process) -> str:
+    """Which part of the stack a process of the simulation belongs to."""
+    try:
+        cmd = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return "ray system"
+    if "fedbw.engines.simulate.child" in cmd:
+        return "driver"
+    return "ray actors" if cmd.startswith("ray::") else "ray system"
+
+
+class StackSampler(threading.Thread):
+    """CPU seconds per kind (each process's last reading, so processes that exit still count) and the
+    peak summed RSS of every descendant of this process, with its split by kind at the peak."""
+
+    def __init__(self, every_s: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.every_s = every_s
+        self.cpu: dict[int, tuple[str, float]] = {}
+        self.peak_rss, self.peak_by_kind = 0, {k: 0 for k in KINDS}
+        self._kinds: dict[int, str] = {}
+        self._halt = threading.Event()
+
+    def sample(self) -> None:
+        rss = {k: 0 for k in KINDS}
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                kind = self._kinds.setdefault(proc.pid, kind_of(proc))
+                with proc.oneshot():
+                    t = proc.cpu_times()
+                    rss[kind] += proc.memory_info().rss
+                self.cpu[proc.pid] = (kind, t.user + t.system)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        if sum(rss.values()) > self.peak_rss:
+            self.peak_rss, self.peak_by_kind = sum(rss.values()), rss
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            self.sample()
+            self._halt.wait(self.every_s)
+
+    def __enter__(self) -> StackSampler:
+        self._t0 = time.perf_counter()
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._halt.set()
+        self.join()
+        self.wall_s = time.perf_counter() - self._t0
+
+    def summary(self) -> dict[str, Any]:
+        """CPU seconds and peak memory by kind, and the wall time sampled (after the ``with``)."""
+        cpu = {k: sum(s for kind, s in self.cpu.values() if kind == k) for k in KINDS}
+        return {"cpu_s": cpu, "peak_rss_bytes": self.peak_rss, "peak_rss_by_kind": self.peak_by_kind,
+                "wall_s": self.wall_s}
+
+
+def simulate_once(per_round: int, rounds: int, measure: bool) -> dict[str, Any]:
+    from fedbw.results.rundir import new_run_dir
+
+    cfg = sim_config(per_round, rounds)
+    run_dir, load0 = new_run_dir(cfg, "simulate"), os.getloadavg()[0]
+    with StackSampler() as sampler, RecordWriter(run_dir / "records.jsonl") as writer:
+        result = run_simulate(build_plan(cfg), run_dir.name, writer, measure=measure)
+    stack = sampler.summary()
+    walls = [r.wall_time_s for r in result.rounds]
+    steady = statistics.median(walls[1:] or walls)
+    return {"measure": measure, "clients_per_round": per_round, "clients_total": TOTAL, "rounds": len(walls),
+            "round_wall_s": walls, "steady_round_wall_s": steady, "ms_per_client": 1000 * steady / per_round,
+            "total_wall_s": stack.pop("wall_s"), "load_average": [load0, os.getloadavg()[0]], **stack}
+
+
+def sim_case(per_round: int, rounds: int, bare: bool) -> dict[str, Any]:
+    out = {"fedbw": simulate_once(per_round, rounds, measure=True)}
+    if bare:
+        out["bare"] = simulate_once(per_round, rounds, measure=False)
+        out["fedbw_share"] = 1 - out["bare"]["steady_round_wall_s"] / out["fedbw"]["steady_round_wall_s"]
+    _say(per_round, out)
+    return out
+
+
+def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dict[str, Any]:
+    rows = []
+    for n in per_rounds:
+        cfg = sim_config(n, 1, total=2 * n, engine="estimate")
+        w0, c0 = time.perf_counter(), time.process_time()
+        plan = build_plan(cfg)
+        w1, c1 = time.perf_counter(), time.process_time()
+        result = run_estimate(plan, f"scale-estimate-{n}")
+        w2, c2 = time.perf_counter(), time.process_time()
+        rows.append({"clients_per_round": n, "clients_total": 2 * n, "plan_wall_s": w1 - w0, "plan_cpu_s": c1 - c0,
+                     "estimate_wall_s": w2 - w1, "estimate_cpu_s": c2 - c1,
+                     "round_time_s": result.rounds[0].round_time_s, "load_average": os.getloadavg()[0]})
+        print(f"estimate {n:,}/round: plan {w1 - w0:.2f} s, engine {w2 - w1:.2f} s wall "
+              f"({c1 - c0:.2f} + {c2 - c1:.2f} s CPU)", flush=True)
+    return {"rows": rows}
+
+
+def _say(n: int, case: dict[str, Any]) -> None:
+    f = case["fedbw"]
+    line = (f"simulate {n:,}/round: {f['steady_round_wall_s']:.1f} s/round (rounds "
+            f"{', '.join(f'{w:.1f}' for w in f['round_wall_s'])}), peak RSS {f['peak_rss_bytes'] / 2**30:.2f} GiB, "
+            f"CPU s {', '.join(f'{k} {v:.0f}' for k, v in f['cpu_s'].items())}")
+    if "bare" in case:
+        line += f"; bare {case['bare']['steady_round_wall_s']:.1f} s/round"
+    print(line, flush=True)
+
+
+def machine() -> str:
+    mem = psutil.virtual_memory().total / 2**30
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {mem:.0f} GiB, shared"
+
+
+def main(argv: list[str]) -> None:
+    wanted = argv or ["sim1000", "sim5000", "estimate"]
+    unknown = set(wanted) - {"sim1000", "sim5000", "estimate"}
+    if unknown:
+        sys.exit(f"unknown case(s) {sorted(unknown)}; choose from sim1000, sim5000, estimate")
+    data = json.loads(RESULT.read_text()) if RESULT.exists() else {}
+    for case in wanted:
+        if case == "sim1000":
+            data["sim1000"] = sim_case(1000, 3, bare=True)
+        elif case == "sim5000":
+            data["sim5000"] = sim_case(5000, 2, bare=False)
+        else:
+            data["estimate"] = estimate_case()
+        data[case]["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        data[case]["machine"] = machine()
+        data["command"] = ".venv/bin/python benchmarks/scale.py"
+        OUT.mkdir(parents=True, exist_ok=True)
+        RESULT.write_text(json.dumps(data, indent=1) + "\n")  # after each case: a later one may not fit
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,334 @@
+"""emulate across network hosts: the SuperLink on a host of its own, every SuperNode on its own client
+host behind that host's shaper, TLS between them — the layout docs/multi-host.md prescribes for a real
+deployment, built on this machine from network namespaces (:mod:`fedbw.netns`).
+
+Why: on one loopback every process shares one network stack, so a federation never dials a real
+address, never checks a certificate against the name it dialled and never has a client whose shaper
+sits on *its* machine. Here each host is a namespace with its own address and loopback:
+
+* ``server`` (``<subnet>.1``): ``flower-superlink --host 0.0.0.0`` with TLS (a CA made for the run
+  signs the server's certificate for its address and 127.0.0.1); the ``flwr`` CLI runs there too, as
+  an operator on the server host would.
+* ``client-<id>`` (``<subnet>.<id + 2>``): ``python -m fedbw.shaper.service`` listening on the host's
+  own 127.0.0.1 and forwarding to the server's address, and ``flower-supernode --superlink
+  127.0.0.1:<shaper port> --root-certificates ca.pem`` behind it. TLS passes through the shaper
+  untouched; the certificate names 127.0.0.1 because that is what the SuperNode dials.
+
+:func:`fedbw.engines.emulate.federation.emulate_app` takes a :class:`NetnsHosts` (``hosts=``) and
+otherwise runs exactly as on one host: same supervisor, same measurement (the per-host shapers' link
+series merged into one), same records. The namespaces are deleted when the run ends, also on failure.
+The fedbw process stays in the machine's own namespace; it reaches the SuperLink's Control API
+through one thread that has entered the server's namespace (:class:`NamespaceThread`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime
+import ipaddress
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fedbw import netns
+from fedbw.engines.emulate.flower import (CLI_TIMEOUT_S, CONNECTION, STARTUP_TIMEOUT_S, FlowerDeployment,
+                                          _place, _script)
+from fedbw.engines.emulate.ports import LOOPBACK, wait_connectable
+from fedbw.engines.emulate.shaper_process import ShaperProcess
+from fedbw.errors import ConfigError, RunError
+from fedbw.processes import Child, Supervisor
+from fedbw.shaper.link import ClientRoute
+from fedbw.shaper.series import LinkSeries
+from fedbw.tomlvalue import format_value
+
+#: The server host's name (its namespace is ``<prefix>-server``).
+SERVER_HOST = "server"
+#: The SuperLink's port on the server host (a host of its own: nothing else binds there).
+SUPERLINK_PORT = 9092
+#: Each SuperNode's own port (ClientAppIo) on its client host.
+SUPERNODE_PORT = 9094
+#: TCP payload per Ethernet frame at MTU 1500 with timestamps (1448 / 1514): tc counts frames.
+PAYLOAD_PER_FRAME = 1448 / 1514
+#: ``setns(2)``'s flag for a network namespace.
+CLONE_NEWNET = 0x40000000
+T = TypeVar("T")
+
+
+def client_host(client_id: int) -> str:
+    """The host of client ``client_id``."""
+    return f"client-{client_id}"
+
+
+# -------------------------------------------------------------------------------------------- TLS
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """A CA certificate and the server's certificate and key it signed (PEM files)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def make_tls(directory: Path, addresses: Sequence[str]) -> TlsFiles:
+    """A throw-away CA and a server certificate for ``addresses`` (IP subject-alternative names) in
+    ``directory``; what a person does with openssl for a real deployment (docs/multi-host.md)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    directory.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    start, end = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fedbw emulate CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    names = [x509.DNSName("localhost"), *(x509.IPAddress(ipaddress.ip_address(a)) for a in addresses)]
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fedbw superlink")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    files = TlsFiles(directory / "ca.pem", directory / "server.pem", directory / "server.key")
+    files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files.key.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                            serialization.NoEncryption()))
+    return files
+
+
+# --------------------------------------------------------------------------- a thread on another host
+
+
+class NamespaceThread:
+    """One worker thread inside network namespace ``ns``: every socket it opens is that host's.
+
+    ``setns(2)`` with a network namespace moves only the calling thread, so the rest of this process
+    (and every process it starts without ``ip netns exec``) stays where it was."""
+
+    def __init__(self, ns: str) -> None:
+        self.ns = ns
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"netns-{ns}", initializer=_enter_netns,
+                                        initargs=(ns,))
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` on the thread inside the namespace."""
+        return self._pool.submit(fn, *args, **kwargs).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _enter_netns(ns: str) -> None:
+    fd = os.open(f"/var/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into network namespace {ns} failed")
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------------------------ the federation
+
+
+@dataclass(frozen=True)
+class NetnsHosts:
+    """emulate on separate network hosts of this machine: the server on one, each client on its own.
+
+    ``tls``: the SuperLink serves TLS with a certificate from a CA made for the run (on by default, as
+    in a real deployment). ``subnet``: the hosts' private /24 (``<subnet>.1`` is the server)."""
+
+    tls: bool = True
+    subnet: str = "10.232.0"
+
+    def open(self, stack: contextlib.ExitStack, client_ids: Sequence[int], workdir: Path,
+             server_link: Any = None) -> HostFederation:
+        """Make the hosts (deleted when ``stack`` closes, after every process in them has stopped if
+        the caller enters its supervisor later) and the run's TLS files. ``server_link`` (a shaper
+        LinkSpec, payload rates) limits the server host's own link with tc, as its NIC would: every
+        client's uploads share its downlink, every download its uplink (rates only; no latency)."""
+        if (why := netns.unavailable()) is not None:
+            raise ConfigError(f"emulate across hosts needs network namespaces: {why}")
+        net = netns.HostNetwork([SERVER_HOST, *(client_host(c) for c in client_ids)], subnet=self.subnet)
+        stack.enter_context(net)
+        if server_link is not None:
+            net.limit_host(SERVER_HOST, server_link.down_mbps / PAYLOAD_PER_FRAME,
+                           server_link.up_mbps / PAYLOAD_PER_FRAME)
+        tls = make_tls(workdir / "tls", [LOOPBACK, net.address(SERVER_HOST)]) if self.tls else None
+        server = NamespaceThread(net.ns(SERVER_HOST))
+        stack.callback(server.close)
+        return HostFederation(net, tls, server)
+
+
+@dataclass
+class HostFederation:
+    """The hosts of one run: the network, the TLS files (None: insecure), a thread on the server host."""
+
+    net: netns.HostNetwork
+    tls: TlsFiles | None
+    server: NamespaceThread
+
+    @property
+    def server_address(self) -> str:
+        return self.net.address(SERVER_HOST)
+
+    def deployment(self, sup: Supervisor, workdir: Path, env_extra: Mapping[str, str] | None) -> HostsDeployment:
+        return HostsDeployment(sup, workdir, env_extra, self)
+
+    def shapers(self, sup: Supervisor, workdir: Path, links: Mapping[int, Any], superlink_port: int,
+                **kwargs: Any) -> HostShapers:
+        """One shaper per client host, in front of its SuperNode (``links``: client id → LinkSpec)."""
+        return HostShapers(sup, workdir, self, links, superlink_port, **kwargs)
+
+    def client_tls_args(self) -> list[str]:
+        return ["--insecure"] if self.tls is None else ["--root-certificates", str(self.tls.ca)]
+
+
+class HostsDeployment(FlowerDeployment):
+    """:class:`FlowerDeployment` with the SuperLink (and the ``flwr`` CLI) on the server host and each
+    SuperNode on its client host."""
+
+    def __init__(self, sup: Supervisor, workdir: Path, env_extra: Mapping[str, str] | None,
+                 hosts: HostFederation) -> None:
+        super().__init__(sup, workdir, env_extra)
+        self.hosts = hosts
+
+    def start_superlink(self, port: int = 0, cpu_group: Any = None) -> int:
+        port = port or SUPERLINK_PORT
+        tls = self.hosts.tls
+        security = (["--insecure"] if tls is None else
+                    ["--ssl-ca-certfile", str(tls.ca), "--ssl-certfile", str(tls.cert), "--ssl-keyfile", str(tls.key)])
+        argv = [_script("flower-superlink"), *security, "--host", "0.0.0.0", "--port", str(port),
+                "--disable-runtime-dependency-installation"]
+        child = self.sup.start("superlink", self.hosts.net.argv(SERVER_HOST, argv), self.env,
+                               self.logs / "superlink.log", nice=self.nice, wave=0)
+        _place(child, cpu_group)
+        self.superlink, self.superlink_port = child, port
+        child.wait_for_line("Fleet HTTP API", STARTUP_TIMEOUT_S)
+        if not self.hosts.server.call(wait_connectable, port, STARTUP_TIMEOUT_S):
+            raise RunError(child.describe_failure(f"did not accept connections on the server host, port {port}"))
+        time.sleep(0.3)
+        self.sup.check()
+        self._write_connection(port)
+        self._control = self._control_client(port)
+        return port
+
+    def _control_client(self, port: int) -> Any:
+        from flwr.supercore.control import ControlHttpClient
+        from flwr.supercore.interceptors.http.runtime_version import RuntimeVersionHttpInterceptor
+
+        tls = self.hosts.tls
+        return ControlHttpClient.from_server_address(
+            server_address=f"{LOOPBACK}:{port}", insecure=tls is None,
+            root_certificates=None if tls is None else tls.ca.read_bytes(),
+            interceptors=[RuntimeVersionHttpInterceptor(component_name="flwr CLI")])
+
+    def start_supernode(self, name: str, superlink_port: int, node_config: Mapping[str, Any],
+                        on_line: Callable[[Child, Any], None] | None = None, cpu_group: Any = None) -> Child:
+        """SuperNode ``name`` (= its host, ``client-<id>``) dialling its host's shaper at ``superlink_port``."""
+        cfg = " ".join(f"{k}={format_value(v)}" for k, v in node_config.items())
+        argv = [_script("flower-supernode"), *self.hosts.client_tls_args(), "--superlink", f"{LOOPBACK}:{superlink_port}",
+                "--port", str(SUPERNODE_PORT), "--node-config", cfg]
+        child = self.sup.start(name, self.hosts.net.argv(name, argv), self.env, self.logs / f"{name}.log",
+                               on_line=on_line, nice=self.nice)
+        _place(child, cpu_group)
+        self.supernodes[name] = child
+        return child
+
+    def _write_connection(self, port: int) -> None:
+        tls = self.hosts.tls
+        security = "insecure = true\n" if tls is None else f"root-certificates = {format_value(str(tls.ca))}\n"
+        (Path(self.env["FLWR_HOME"]) / "config.toml").write_text(
+            f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
+            f'address = "{LOOPBACK}:{port}"\n{security}', encoding="utf-8")
+
+    def _flwr(self, *args: str, timeout_s: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        """The ``flwr`` CLI on the server host."""
+        try:
+            return subprocess.run(self.hosts.net.argv(SERVER_HOST, [_script("flwr"), *args]), env=self.env,
+                                  capture_output=True, text=True, timeout=timeout_s, cwd=self.workdir,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise RunError(f"`flwr {' '.join(args)}` did not return within {timeout_s:.0f} s") from None
+
+    def status(self, run_id: int) -> Any:
+        return self.hosts.server.call(super().status, run_id)
+
+
+class _OnHost:
+    """The supervisor, starting every command on ``host`` (for :class:`ShaperProcess`)."""
+
+    def __init__(self, sup: Supervisor, net: netns.HostNetwork, host: str) -> None:
+        self.sup, self.net, self.host = sup, net, host
+
+    def start(self, name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path, **kwargs: Any) -> Child:
+        return self.sup.start(f"{name}-{self.host}", self.net.argv(self.host, argv), env, log_path, **kwargs)
+
+
+class HostShapers:
+    """A shaper process on every client host (listening on that host's 127.0.0.1, forwarding to the
+    server's address); together they look like emulate's one shaper: ports by client, one link series."""
+
+    def __init__(self, sup: Supervisor, workdir: Path, hosts: HostFederation, links: Mapping[int, Any],
+                 superlink_port: int, *, env: dict[str, str], interval_s: float, **kwargs: Any) -> None:
+        self.interval_s = interval_s
+        self.logs = workdir / "logs"
+        self.parts: dict[int, ShaperProcess] = {}
+        for cid, link in links.items():
+            host = client_host(cid)
+            route = ClientRoute(str(cid), LOOPBACK, 0, hosts.server_address, superlink_port, link)
+            self.parts[cid] = ShaperProcess(_OnHost(sup, hosts.net, host), workdir / "hosts" / host,  # type: ignore[arg-type]
+                                            [route], env=env, interval_s=interval_s, **kwargs)
+        self.ports = {k: v for part in self.parts.values() for k, v in part.ports.items()}
+
+    def series(self) -> LinkSeries:
+        return merge_series([part.series() for part in self.parts.values()])
+
+    def final_series(self) -> LinkSeries:
+        """The merged series once the last bytes are sampled; each host's ledger, series and log are then
+        put beside the run's other logs (``client-<id>-ledger.jsonl``, …), as its host would keep them."""
+        time.sleep(3 * self.interval_s)
+        series = self.series()
+        self.logs.mkdir(parents=True, exist_ok=True)
+        for cid, part in self.parts.items():
+            for f in part.series_path.parent.glob("*"):
+                if f.is_file():
+                    shutil.copy2(f, self.logs / f"{client_host(cid)}-{f.name}")
+        return series
+
+
+def merge_series(parts: Sequence[LinkSeries]) -> LinkSeries:
+    """One series holding every client of ``parts`` (each part: one host's shaper)."""
+    keys = {key: samples for part in parts for key, samples in part.series.items()}
+    t0 = min((samples[0].t_s for samples in keys.values()), default=None)
+    out = LinkSeries(sorted({cid for cid, _ in keys}), min((p.interval_s for p in parts), default=0.005), t0)
+    for (cid, direction), samples in keys.items():
+        for sample in samples[1:]:
+            out.add(cid, direction, sample)
+    return out
+
+
+#: The values of ``fedbw emulate --hosts``.
+HOSTS_CHOICES = ("loopback", "netns")
+
+
+def hosts_option(text: str) -> NetnsHosts | None:
+    """``--hosts``: "loopback" (everything on this host's 127.0.0.1: None) or "netns" (:class:`NetnsHosts`)."""
+    value = text.strip().lower()
+    if value not in HOSTS_CHOICES:
+        raise ConfigError(f'--hosts must be "loopback" or "netns" (a network host per process group, '
+                          f'root needed), got {text!r}')
+    return NetnsHosts() if value == "netns" else None
