@@ -217,9 +217,11 @@ def test_simulate_study_measures_packed_secagg_within_the_uplink_target(tmp_path
     plain, packed = rows[("plain", "home-30")], rows[("packed", "home-30")]
     assert plain.steady_rounds == [1] and plain.accuracy is not None
     assert 1.0 < packed.uplink_ratio <= 1.02  # the masked vector, packed, vs the plain float32 update
-    # the slower uplink moves the masked vectors later; Flower's poll grid may absorb it in the round
+    # the slower uplink moves the masked vectors later. The round need not follow: at this size every
+    # SecAgg+ stage lands on Flower's poll grids, and the modelled round is not monotonic in the link rate
+    # (one run gave home-80 a round 1 s longer than home-30's); its framework time is there either way
     assert packed.comm_time_s > rows[("packed", "home-80")].comm_time_s
-    assert packed.round_time_s >= rows[("packed", "home-80")].round_time_s
+    assert packed.framework_time_s > 3.0 and packed.round_time_s > packed.comm_time_s
     # the re-timing used the bytes the apps measured, not the estimate's prediction
     events = (res.run_dirs["packed"] / "events.jsonl").read_text()
     assert '"stage": "collect_masked_vectors"' in events

@@ -67,16 +67,25 @@ class _Upstream:
             writer.close()
 
 
-async def _send_for(port: int, seconds: float, head: bytes = b"") -> None:
-    """Upload as fast as the shaper takes it, for ``seconds`` (the victim says VICTM first)."""
-    _, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(head)
+async def _send_for(port: int, seconds: float, head: bytes = b"", *, reconnect: bool = False) -> None:
+    """Upload as fast as the shaper takes it, for ``seconds`` (the victim says VICTM first). With
+    ``reconnect`` (the flooder) a reset connection is opened again: dropping an abusive connection is
+    a fair defence, and the flood goes on regardless."""
     block = b"\xcd" * 65536
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
-        writer.write(block)
-        await writer.drain()
-    writer.close()
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(head)
+            while time.perf_counter() < end:
+                writer.write(block)
+                await writer.drain()
+        except ConnectionError:
+            if not reconnect:
+                raise
+            await asyncio.sleep(0.05)
+        finally:
+            writer.close()
 
 
 async def _garbage(port: int, seconds: float) -> None:
@@ -134,7 +143,7 @@ async def _attack(ports: dict[str, int], seconds: float) -> int:
     keep = await _half_open(ports["halfopen"], 50)
     keep.append(await _never_reads(ports["neverreads"]))
     rapid_done, *_ = await asyncio.gather(_rapid(ports["rapid"], RAPID_CONNECTS), _garbage(ports["garbage"], seconds),
-                                          _send_for(ports["flooder"], seconds))
+                                          _send_for(ports["flooder"], seconds, reconnect=True))
     for w in keep:
         w.close()
     return rapid_done
