@@ -341,6 +341,8 @@ def main() -> None:
     REUSE.extend(args.reuse)
     report: dict[str, Any] = {"case": args.case, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "machine": machine()}
+    if REUSE:  # say so in the data: reused cases ran before this invocation's date
+        report["reused_runs_from"] = [str(p) for p in REUSE]
     with tempfile.TemporaryDirectory(prefix="fedbw-agreement-") as tmp:
         out = Path(tmp)
         if args.case == "deployment":

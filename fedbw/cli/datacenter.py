@@ -12,6 +12,7 @@ from typing import Callable, Optional
 import typer
 
 from fedbw.cli.common import app, err, friendly, out
+from fedbw.results.atomic import write_json_atomic
 
 #: Where measured results go unless --out says otherwise (the runs directory, as for experiments).
 RESULTS_DIR = Path("runs")
@@ -85,7 +86,7 @@ def allreduce(model: Optional[str] = typer.Option(None, "--model", "-m", help="s
         stop()
     data = m.to_json()
     path = _out_path(out_file, f"allreduce-{backend}")
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    write_json_atomic(path, data)  # whole or not at all: a full disk never leaves half a result
     if json_out:
         out.print_json(json.dumps(data))
         return
@@ -132,7 +133,7 @@ def step(model: str = typer.Option("resnet18", "--model", "-m", help="catalog mo
         stop()
     data = m.to_json()
     path = _out_path(out_file, f"step-{model}-{backend}")
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    write_json_atomic(path, data)  # whole or not at all: a full disk never leaves half a result
     if json_out:
         out.print_json(json.dumps(data))
         return
