@@ -28,7 +28,6 @@ import json
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from fedbw.config import config_from_dict  # noqa: E402
 from fedbw.netmodel import transfer_time_s  # noqa: E402
+from fedbw.errors import FedbwError  # noqa: E402
 from fedbw.runner import run_experiment  # noqa: E402
 
 SCALE_CONFIG: dict[str, Any] = {
@@ -220,7 +220,12 @@ def emulation(out: Path, rounds: int, clients_list: list[int], dilations: list[s
                "clients": {**EMULATION_CONFIG["clients"], "total": n, "per_round": n}}
         sim = run(cfg, "simulate", out)
         for k in dilations:
-            emu = run({**cfg, "emulate": {"dilation": "auto" if k == "auto" else float(k)}}, "emulate", out)
+            try:
+                emu = run({**cfg, "emulate": {"dilation": "auto" if k == "auto" else float(k)}}, "emulate", out)
+            except FedbwError as exc:  # one failed run is a row that says so, not a lost benchmark
+                print(f"  emulate failed: {exc}", flush=True)
+                rows.append({"clients": n, "dilation_setting": k, "error": str(exc).splitlines()[0]})
+                continue
             rows.append(emulation_row(n, sim, emu))
     return {"rows": rows, "config": EMULATION_CONFIG, "rounds": rounds}
 
@@ -343,21 +348,23 @@ def main() -> None:
                               "machine": machine()}
     if REUSE:  # say so in the data: reused cases ran before this invocation's date
         report["reused_runs_from"] = [str(p) for p in REUSE]
-    with tempfile.TemporaryDirectory(prefix="fedbw-agreement-") as tmp:
-        out = Path(tmp)
-        if args.case == "deployment":
-            report.update(deployment(out, args.rounds, [int(c) for c in (args.clients or "1,2").split(",")],
-                                     args.skip_apps, args.dilation))
-        elif args.case == "emulation":
-            report.update(emulation(out, args.rounds, [int(c) for c in (args.clients or "2,4,8").split(",")],
-                                    args.dilations.split(",")))
-        elif args.case == "privacy":
-            report.update(privacy(out, args.rounds, args.dilation))
-        elif args.case == "link":
-            report["link_transfers"] = link_fidelity(args.link_params, args.rounds)
-            report["link_summary"] = summarize(report["link_transfers"])
-        else:
-            report["scale"] = scale(out, args.scale_clients, args.dilation)
+    # the runs stay (git-ignored runs/): a later invocation resumes from them with --reuse
+    out = ROOT / "runs" / f"agreement-{args.case}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"runs in {out} (resume an interrupted benchmark with --reuse {out})", flush=True)
+    if args.case == "deployment":
+        report.update(deployment(out, args.rounds, [int(c) for c in (args.clients or "1,2").split(",")],
+                                 args.skip_apps, args.dilation))
+    elif args.case == "emulation":
+        report.update(emulation(out, args.rounds, [int(c) for c in (args.clients or "2,4,8").split(",")],
+                                args.dilations.split(",")))
+    elif args.case == "privacy":
+        report.update(privacy(out, args.rounds, args.dilation))
+    elif args.case == "link":
+        report["link_transfers"] = link_fidelity(args.link_params, args.rounds)
+        report["link_summary"] = summarize(report["link_transfers"])
+    else:
+        report["scale"] = scale(out, args.scale_clients, args.dilation)
     path = args.out or ROOT / "benchmarks" / "results" / f"agreement-{args.case}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1) + "\n")

@@ -9,7 +9,8 @@
 * sim5000     — 5,000 of 10,000 clients per round, 2 rounds (fedbw only: a bare twin would double a
                 run of several minutes on 2 cores).
 * estimate    — the estimate engine at 1,000, 10,000 and 100,000 clients per round (twice the clients
-                in total): wall and CPU time of the plan and of the engine, each.
+                in total): wall and CPU time of the plan and of the engine, each, and of writing the
+                run's records.jsonl.
 
 Where the simulate cost goes is read from the processes themselves (psutil, every 0.5 s): CPU seconds
 and peak resident memory of the simulation driver (Flower's Simulation Engine and ServerApp, with
@@ -29,6 +30,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -84,7 +86,11 @@ class StackSampler(threading.Thread):
         rss = {k: 0 for k in KINDS}
         for proc in psutil.Process().children(recursive=True):
             try:
-                kind = self._kinds.setdefault(proc.pid, kind_of(proc))
+                # a Ray worker starts as Ray's worker script and renames itself ray::… later: cache the
+                # kind only once it is final
+                kind = self._kinds.get(proc.pid) or kind_of(proc)
+                if kind != "ray system":
+                    self._kinds[proc.pid] = kind
                 with proc.oneshot():
                     t = proc.cpu_times()
                     rss[kind] += proc.memory_info().rss
@@ -149,11 +155,15 @@ def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dic
         w1, c1 = time.perf_counter(), time.process_time()
         result = run_estimate(plan, f"scale-estimate-{n}")
         w2, c2 = time.perf_counter(), time.process_time()
+        with tempfile.TemporaryDirectory() as tmp, RecordWriter(Path(tmp) / "records.jsonl") as writer:
+            writer.write([*result.clients, *result.rounds])  # what `fedbw run` adds: records.jsonl
+        w3, c3 = time.perf_counter(), time.process_time()
         rows.append({"clients_per_round": n, "clients_total": 2 * n, "plan_wall_s": w1 - w0, "plan_cpu_s": c1 - c0,
-                     "estimate_wall_s": w2 - w1, "estimate_cpu_s": c2 - c1,
+                     "estimate_wall_s": w2 - w1, "estimate_cpu_s": c2 - c1, "records_write_wall_s": w3 - w2,
+                     "records_write_cpu_s": c3 - c2,
                      "round_time_s": result.rounds[0].round_time_s, "load_average": os.getloadavg()[0]})
         print(f"estimate {n:,}/round: plan {w1 - w0:.2f} s, engine {w2 - w1:.2f} s wall "
-              f"({c1 - c0:.2f} + {c2 - c1:.2f} s CPU)", flush=True)
+              f"({c1 - c0:.2f} + {c2 - c1:.2f} s CPU); records.jsonl {c3 - c2:.2f} s CPU", flush=True)
     return {"rows": rows}
 
 

@@ -1,12 +1,15 @@
 """Shaper accuracy and cost: receiver-measured goodput, 0.5 s windows, added latency, proxy CPU.
 
 Usage: .venv/bin/python benchmarks/shaper.py [--quick] [--loop uvloop|asyncio] [--no-kernel]
-       [--only 30x32,80x1] [--repeat N] [--baseline-src DIR] [--out FILE]
+       [--only 30x32,80x1] [--repeat N] [--baseline-src DIR] [--quantum-ms Q] [--also-quantum-ms Q1,Q2]
+       [--out FILE]
 
 The CPU targets (issue 15), the new shaper beside the last committed one, alternating, medians:
   git archive HEAD fedbw | tar -x -C /tmp/fedbw-shaper-base
   .venv/bin/python benchmarks/shaper.py --only 30x32,80x1 --no-kernel --repeat 3 \
       --baseline-src /tmp/fedbw-shaper-base --out benchmarks/results/shaper-cpu.json
+The grant quantum's trade (fewer, larger writes against 0.5 s window accuracy), side by side:
+  ... --only 30x32,80x1 --no-kernel --repeat 3 --also-quantum-ms 10 --perf-counts --out /tmp/shaper-quanta.json
 
 Three processes per configuration, so the proxy's CPU can be read from /proc on its own:
   recv   the upstream: counts payload bytes per client in 0.5 s bins at the moment it reads them
@@ -33,6 +36,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import struct
 import subprocess
@@ -259,10 +263,12 @@ def _result(child: Child) -> dict[str, Any]:
     raise RuntimeError("receiver gave no result")
 
 
-def _cpu_s(pid: int) -> float:
+def _cpu_user_sys_s(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of a process so far (from /proc: children of the benchmark only)."""
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def _pct(sorted_vals: list[float], q: float) -> float:
@@ -329,15 +335,57 @@ def run_proxy(rate: float, clients: int, duration: float, loop_kind: str,
                             "--probe", json.dumps(probe), "--t0", repr(t0_guess), "--duration", repr(duration)])
         _sleep_until(t0_guess + WARMUP_S)
         procs = (proxy, send, recv)
-        cpu0, w0 = [_cpu_s(p.pid) for p in procs], time.perf_counter()
+        counting = _start_counts(proxy.pid, duration - WARMUP_S) if PERF_COUNTS else None
+        cpu0, w0 = [_cpu_user_sys_s(p.pid) for p in procs], time.perf_counter()
         _sleep_until(t0_guess + duration)
-        cpu1, w1 = [_cpu_s(p.pid) for p in procs], time.perf_counter()
+        cpu1, w1 = [_cpu_user_sys_s(p.pid) for p in procs], time.perf_counter()
+        counts = _finish_counts(counting, duration - WARMUP_S) if counting else None
         send.wait(30.0)
         result = _result(recv)
     out = _analyze(result, rate, duration)
     for key, a, b in zip(("cpu_pct_core", "cpu_send_pct_core", "cpu_recv_pct_core"), cpu0, cpu1, strict=True):
-        out[key] = 100.0 * (b - a) / (w1 - w0)
+        out[key] = 100.0 * (sum(b) - sum(a)) / (w1 - w0)
+    # the proxy's split: system time is mostly loopback sends and receives (the peer's TCP work runs in
+    # the sender's system call), user time the interpreter
+    out["cpu_user_pct_core"] = 100.0 * (cpu1[0][0] - cpu0[0][0]) / (w1 - w0)
+    out["cpu_sys_pct_core"] = 100.0 * (cpu1[0][1] - cpu0[0][1]) / (w1 - w0)
+    if counts is not None:
+        out["proxy_events_per_s"] = counts
     return out
+
+
+#: --perf-counts: what the proxy process did per second, counted by the kernel (`perf stat` on
+#: software events and syscall tracepoints). Counts, unlike CPU time, barely move when other jobs
+#: thrash the caches or starve the proxy: the figure to compare two shapers with on a busy host.
+PERF_COUNTS = False
+PERF_EVENTS = {"context-switches": "context_switches", "raw_syscalls:sys_enter": "syscalls",
+               "syscalls:sys_enter_epoll_wait": "epoll_wait", "syscalls:sys_enter_epoll_pwait": "epoll_pwait",
+               "syscalls:sys_enter_epoll_ctl": "epoll_ctl", "syscalls:sys_enter_read": "read",
+               "syscalls:sys_enter_recvfrom": "recvfrom", "syscalls:sys_enter_write": "write",
+               "syscalls:sys_enter_writev": "writev", "syscalls:sys_enter_sendto": "sendto"}
+
+
+def _start_counts(pid: int, seconds: float) -> tuple[subprocess.Popen[bytes], Path]:
+    out = LOG_DIR / f"perf-{pid}.csv"
+    cmd = ["perf", "stat", "-x,", "-o", str(out), "-p", str(pid), "-e", ",".join(PERF_EVENTS), "--",
+           "sleep", f"{seconds:.3f}"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out
+
+
+def _finish_counts(counting: tuple[subprocess.Popen[bytes], Path], seconds: float) -> dict[str, float] | None:
+    proc, path = counting
+    try:
+        proc.wait(timeout=10.0)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        proc.wait()
+        return None
+    counts: dict[str, float] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        cells = line.split(",")
+        if len(cells) > 2 and cells[2] in PERF_EVENTS and cells[0].strip().isdigit():
+            counts[PERF_EVENTS[cells[2]]] = int(cells[0]) / seconds
+    return counts or None
 
 
 def _sh(*cmd: str) -> None:
@@ -433,6 +481,12 @@ def _fmt_row(rec: dict[str, Any]) -> str:
     return "  ".join(cells)
 
 
+def _median_of(rows: list[dict[str, Any]], key: str) -> float | None:
+    """Median of ``key`` over the rows that have it (older result files lack the user/system split)."""
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
 def _cpu_medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (tree, rate, clients): median proxy CPU and goodput over the repeats (the figures to quote)."""
     groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
@@ -445,11 +499,30 @@ def _cpu_medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
              # a host too busy to drive the links fully moves fewer bytes: CPU per byte at the full rate
              "cpu_pct_core_per_full_rate_median": statistics.median(
                  r["cpu_pct_core"] * 100.0 / r["goodput_pct_median"] for r in rs),
+             "cpu_user_pct_core_median": _median_of(rs, "cpu_user_pct_core"),
+             "cpu_sys_pct_core_median": _median_of(rs, "cpu_sys_pct_core"),
+             "events_per_s_median": {k: statistics.median(r["proxy_events_per_s"][k] for r in rs
+                                                          if k in (r.get("proxy_events_per_s") or {}))
+                                     for k in sorted({k for r in rs for k in (r.get("proxy_events_per_s") or {})})},
              "goodput_pct_median": statistics.median(r["goodput_pct_median"] for r in rs),
              "window_pct_min": min(r["window_pct_min"] for r in rs),
              "window_pct_max": max(r["window_pct_max"] for r in rs),
              "loadavg_1m_median": statistics.median(r["loadavg_1m"] for r in rs)}
             for (tree, rate, n), rs in sorted(groups.items())]
+
+
+def _quanta(text: str) -> list[float]:
+    """``--also-quantum-ms`` as numbers; a bad item ends the benchmark with one line."""
+    out = []
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        try:
+            q_ms = float(item)
+        except ValueError:
+            raise SystemExit(f"--also-quantum-ms: {item!r} is not a number of ms") from None
+        if not 0 < q_ms <= 1000:
+            raise SystemExit(f"--also-quantum-ms: {item!r} must be in (0, 1000] ms")
+        out.append(q_ms)
+    return out
 
 
 def machine() -> dict[str, Any]:
@@ -488,6 +561,12 @@ def main() -> int:
                          "runs with it and with this tree, alternately (side by side in one run)")
     ap.add_argument("--setup-s", type=float, default=3.0, help="start-up time of a row's processes "
                     "before traffic (raise it on a busy host)")
+    ap.add_argument("--perf-counts", action="store_true",
+                    help="count the proxy's system calls and context switches per second with `perf stat` "
+                         "(needs perf and tracepoints; a figure a busy host barely moves)")
+    ap.add_argument("--also-quantum-ms", default="",
+                    help="comma list of grant quanta (ms) to run this tree with as well, side by side, e.g. 10: "
+                         "CPU against window accuracy in one run")
     ap.add_argument("--repeat", type=int, default=1, help="run each proxy row this many times (medians in the JSON)")
     # role arguments
     ap.add_argument("--host", default="127.0.0.1")
@@ -519,10 +598,14 @@ def main() -> int:
     if args.only:
         configs = [tuple(int(x) for x in item.split("x")) for item in args.only.split(",")]
         kernel_configs = [c for c in kernel_configs if c in configs]
-    quantum_s = args.quantum_ms / 1e3 if args.quantum_ms else None
-    global TRAFFIC_NICE, SETUP_S
+    global TRAFFIC_NICE, SETUP_S, PERF_COUNTS
     TRAFFIC_NICE = args.traffic_nice
+    PERF_COUNTS = args.perf_counts
+    if PERF_COUNTS and shutil.which("perf") is None:
+        print("benchmarks/shaper.py: --perf-counts needs `perf` (linux-perf) on PATH", file=sys.stderr)
+        return 2
     SETUP_S = args.setup_s
+    also_quanta = _quanta(args.also_quantum_ms)  # a bad list ends the run before any row
     info = machine()
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     print(f"# fedbw shaper benchmark  {started}  {info['cpu']}  {info['cores']} cores  kernel {info['kernel']}  "
@@ -536,15 +619,22 @@ def main() -> int:
           "receiver (machine noise); cpu_%core: proxy process, % of one core")
     print(_header())
     rows: list[dict[str, Any]] = []
-    trees = [("current", ROOT)] + ([("baseline", Path(args.baseline_src).resolve())] if args.baseline_src else [])
+    # the shapers measured side by side: (label, tree, quantum in ms or None for the tree's default)
+    trees: list[tuple[str, Path, float | None]] = [("current", ROOT, args.quantum_ms)]
+    if args.baseline_src:
+        trees.append(("baseline", Path(args.baseline_src).resolve(), args.quantum_ms))
+    for q_ms in also_quanta:
+        trees.append((f"current-q{q_ms:g}ms", ROOT, q_ms))
     for rate, n in configs:
         for i in range(args.repeat):
-            for tree, src in (trees if i % 2 == 0 else trees[::-1]):  # alternate who goes first
+            for tree, src, q_ms in (trees if i % 2 == 0 else trees[::-1]):  # alternate who goes first
                 rec = {"mode": "proxy", "rate": rate, "clients": n, "conns": CONNS_PER_CLIENT, "loop": args.loop,
-                       "duration_s": duration, "quantum_ms": args.quantum_ms, "shaper_tree": tree, "trial": i,
+                       "duration_s": duration, "quantum_ms": q_ms, "shaper_tree": tree, "trial": i,
                        "loadavg_1m": os.getloadavg()[0]}
                 try:
-                    rec.update(run_proxy(rate, n, duration, args.loop, quantum_s, src))
+                    rec.update(run_proxy(rate, n, duration, args.loop, q_ms / 1e3 if q_ms else None, src))
+                    if rec["goodput_pct_median"] <= 0.0:  # CPU per byte of nothing: not a measurement
+                        rec["error"] = "no payload reached the receiver (the host starved the row; rerun it)"
                 except Exception as exc:  # noqa: BLE001 - report the row, keep going
                     rec["error"] = f"{exc.__class__.__name__}: {exc}"
                 rows.append(rec)

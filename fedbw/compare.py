@@ -148,7 +148,7 @@ def _with_link(client, param: str, value: float):
 
     if value < 0 or (param != "rtt_ms" and value == 0):
         raise ConfigError(f"{param} must be positive, got {value}")
-    return replace(client, access=replace(client.access, **{param: value}))
+    return client._replace(access=replace(client.access, **{param: value}))
 
 
 # ---------------------------------------------------------------------------- finished runs side by side

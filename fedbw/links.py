@@ -46,8 +46,13 @@ class AccessLink:
         return self.down_mbps * self.tcp_efficiency
 
     def model(self) -> ClientLink:
-        """The network model's view: payload rates and RTT."""
-        return ClientLink(self.up_payload_mbps, self.down_payload_mbps, self.rtt_ms / 1000.0)
+        """The network model's view: payload rates and RTT (made once per link: clients that share a
+        profile share its link, and the model lays identical links out once)."""
+        link = self.__dict__.get("_model")
+        if link is None:
+            link = ClientLink(self.up_payload_mbps, self.down_payload_mbps, self.rtt_ms / 1000.0)
+            object.__setattr__(self, "_model", link)  # a cache, not a field: equality and replace() ignore it
+        return link
 
     def shaper_spec(self, *, seed: int = 0, rate_factor: float = 1.0, up_trace: Trace = (),
                     down_trace: Trace = ()) -> LinkSpec:
@@ -94,12 +99,12 @@ def assign_profiles(cfg: ExperimentConfig) -> list[str]:
 def planned_links(cfg: ExperimentConfig) -> list[AccessLink]:
     """Every client's link, in client-id order: its share of the mix, then its override."""
     overrides = {o.client: o for o in cfg.network.overrides}
-    links = []
-    for cid, name in enumerate(assign_profiles(cfg)):
-        link = profile_link(name)
-        if (o := overrides.get(cid)) is not None:
-            link = with_override(link, o)
-        links.append(link)
+    names = assign_profiles(cfg)
+    by_name = {name: profile_link(name) for name in dict.fromkeys(names)}
+    links = [by_name[name] for name in names]  # one AccessLink per profile, shared (it is frozen)
+    for cid, o in overrides.items():
+        if cid < len(links):
+            links[cid] = with_override(links[cid], o)
     return links
 
 

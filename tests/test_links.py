@@ -42,3 +42,16 @@ def test_the_profiles_tcp_efficiency_is_used_everywhere():
     link: AccessLink = replace(profile_link("home-30"), tcp_efficiency=0.5)
     assert link.model().up_payload_mbps == 15.0 and link.shaper_spec().up_mbps == 15.0
     assert link.shaper_spec(rate_factor=0.5).down_mbps == 75.0
+
+
+def test_clients_of_one_profile_share_one_link_and_an_override_gets_its_own():
+    cfg = config_from_dict({"clients": {"total": 6, "per_round": 2},
+                            "network": {"profile": "home-30", "overrides": [{"client": 4, "rtt_ms": 80}]}})
+    links = planned_links(cfg)
+    assert all(links[i] is links[0] for i in (1, 2, 3, 5)) and links[4] is not links[0]
+    assert links[0].model() is links[1].model()  # the model's link, made once per AccessLink
+    assert links[4].model().rtt_s == 0.08 and links[0].model().rtt_s == profile_link("home-30").rtt_ms / 1000
+    # replace() makes a new link with its own model link, never the cached one of the original
+    faster = replace(links[0], up_mbps=300.0)
+    assert faster.model().up_payload_mbps == pytest.approx(300 * 1448 / 1514) and faster == replace(faster)
+    assert links[0] == profile_link("home-30")  # the cache is no field: equality is the profile's numbers

@@ -45,3 +45,27 @@ def test_a_budget_below_one_round_is_a_config_error():
     with pytest.raises(ConfigError, match="max_epsilon"):
         build_plan(config_from_dict({"privacy": {"dp": {"enabled": True, "noise_multiplier": 0.5,
                                                         "max_epsilon": 0.01}}}))
+
+
+def test_the_collector_is_paused_only_inside_the_block_and_restored_as_it_was():
+    import gc
+
+    from fedbw.plan import collection_paused
+
+    assert gc.isenabled()
+    with collection_paused():
+        assert not gc.isenabled()
+        with collection_paused():  # nested: the outer block's pause holds
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0  # nothing left frozen
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is left alone
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError), collection_paused():
+        raise ValueError("an error inside still restores the collector")
+    assert gc.isenabled()

@@ -13,6 +13,7 @@ from fedbw.config import config_from_dict
 from fedbw.engines.base import RunResult
 from fedbw.errors import ConfigError
 from fedbw.netmodel import ClientLink
+from fedbw.netmodel.flower import FlowerCosts
 from fedbw.plan import build_plan
 from fedbw.studies import load_study
 from fedbw.links import profile_link
@@ -181,10 +182,12 @@ def test_estimate_study_end_to_end(tmp_path):
     for p in ("home-30", "home-80"):
         assert rows[("packed", p)]["uplink_ratio"] <= 1.02
         assert rows[("stock+dp", p)]["uplink_ratio"] == pytest.approx(2.0, rel=0.01)  # int64 masked vectors
-    # a faster link moves the bytes sooner; Flower's 3 s poll grid may absorb it (small messages land
-    # on the same poll), so the round is no longer and its framework time is there
+    # a faster link moves the bytes sooner; the round need not be shorter: Flower's 3 s poll grids are
+    # anchored at each reply's "Sent", so a reply sent earlier can land its next pull just before the
+    # next push instead of just after it — at most one SuperNode poll per stage (fit, evaluate) later
     assert rows[("plain", "home-80")]["comm_time_s"] < rows[("plain", "home-30")]["comm_time_s"]
-    assert rows[("plain", "home-80")]["round_time_s"] <= rows[("plain", "home-30")]["round_time_s"]
+    poll_s = FlowerCosts().supernode_idle_poll_s
+    assert rows[("plain", "home-80")]["round_time_s"] <= rows[("plain", "home-30")]["round_time_s"] + 2 * poll_s
     assert rows[("plain", "home-30")]["framework_time_s"] > 3.0
     s = load_study(_write(tmp_path, text))
     assert rows[("stock+dp", "home-30")]["epsilon"] == pytest.approx(epsilon_schedule(s.variants[2].config)[-1])

@@ -27,7 +27,12 @@ def emulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app direct
                                          help="under dilation, cap each device to its share of a core"),
             hosts: str = typer.Option("loopback", "--hosts", help='"loopback", or "netns": the SuperLink and each '
                                       'SuperNode on a network host of its own (namespaces; root), a shaper per '
-                                      'client host, TLS (docs/multi-host.md)')) -> None:
+                                      'client host, TLS (docs/multi-host.md)'),
+            tls: bool = typer.Option(False, "--tls/--no-tls", help="the loopback SuperLink serves TLS (a CA made "
+                                     "for the run); --hosts netns always does"),
+            supernode_auth: bool = typer.Option(False, "--supernode-auth/--no-supernode-auth",
+                                                help="SuperNode authentication: a key pair per SuperNode, registered "
+                                                "with the SuperLink first; needs --tls or --hosts netns")) -> None:
     """Run any Flower app, unmodified, on Flower's Deployment Engine behind per-client shaped links."""
     from fedbw.cli.common import RoundProgress
     from fedbw.engines.emulate import run_app
@@ -40,7 +45,7 @@ def emulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app direct
     with RoundProgress(total, clients, quiet=False) as progress:
         result = run_app(app_dir, clients, profile, rounds=rounds, run_config=run_config, timeout_s=timeout,
                          out_dir=out_dir, seed=seed, server_link=server_link, dilation=dilation_option(dilation),
-                         cap_cpu=cap_cpu, progress=progress, hosts=layout)
+                         cap_cpu=cap_cpu, progress=progress, hosts=layout, tls=tls, supernode_auth=supernode_auth)
     render_app_run(out, result)
 
 

@@ -49,7 +49,10 @@ def run(config: Path = typer.Argument(..., help="experiment TOML (see experiment
         json_out: bool = typer.Option(False, "--json", help="print the round records as JSON"),
         ray_address: Optional[str] = typer.Option(
             None, "--ray-address", help='simulate on an existing Ray cluster: "auto" or its HOST:PORT '
-                                        '(= --set simulate.ray_address=...; docs/multi-host.md)')) -> None:
+                                        '(= --set simulate.ray_address=...; docs/multi-host.md)'),
+        hosts: Optional[str] = typer.Option(
+            None, "--hosts", help='emulate on "loopback" or "netns" (a network host per SuperLink and SuperNode; '
+                                  'root) (= --set emulate.hosts=...; overrides the config; docs/multi-host.md)')) -> None:
     """Run an experiment config; records, config and environment go to a new run directory."""
     from fedbw.errors import ConfigError
     from fedbw.report.terminal import render_run
@@ -57,10 +60,14 @@ def run(config: Path = typer.Argument(..., help="experiment TOML (see experiment
     from fedbw.tomlvalue import format_value
 
     ray_set = [] if ray_address is None else [f"simulate.ray_address={format_value(ray_address)}"]
-    cfg = load(config, [*set_, *ray_set], engine, calibration)
+    hosts_set = [] if hosts is None else [f"emulate.hosts={format_value(hosts.strip().lower())}"]
+    cfg = load(config, [*set_, *ray_set, *hosts_set], engine, calibration)
     if ray_address is not None and cfg.engine != "simulate":
         raise ConfigError(f"--ray-address runs the simulate engine on a Ray cluster; this run's engine is "
                           f"{cfg.engine!r} (add --engine simulate)")
+    if hosts is not None and cfg.engine != "emulate":
+        raise ConfigError(f"--hosts places the emulate engine's processes; this run's engine is {cfg.engine!r} "
+                          f"(add --engine emulate)")
     with RoundProgress(cfg.training.rounds, cfg.clients.per_round, quiet=json_out) as progress:
         result = run_experiment(cfg, progress)
     if json_out:

@@ -164,12 +164,26 @@ class EmulateConfig(Section):
                          '(cores − 0.5)⌉')
     cap_cpu: bool = Field(True, description="under dilation, cap each device's processes to cpu_speed/K of a "
                                             "core and the server's to 2/K (cgroups; root or a delegated cgroup)")
+    hosts: Literal["loopback", "netns"] = Field(
+        "loopback", description='"loopback": every process on this host\'s 127.0.0.1; "netns": the SuperLink and '
+                                'each SuperNode on a network host of its own (namespaces; root and `ip netns`), '
+                                'a shaper per client host, always TLS (docs/multi-host.md)')
+    tls: bool = Field(False, description="the loopback SuperLink serves TLS with a certificate from a CA made for "
+                                         "the run, checked by every SuperNode (hosts = \"netns\" always runs TLS)")
+    supernode_auth: bool = Field(
+        False, description="SuperNode authentication: the SuperLink starts with --enable-supernode-auth and only "
+                           "SuperNodes whose public key was registered (a key pair each, made for the run) may "
+                           "connect; needs TLS (tls = true or hosts = \"netns\")")
 
     @model_validator(mode="after")
     def _dilation(self) -> EmulateConfig:
         k = self.dilation
         if k != "auto" and not (isinstance(k, (int, float)) and 1.0 <= float(k) <= 60.0):
             raise ValueError(f'emulate.dilation must be a number from 1 to 60 or "auto", got {k!r}')
+        if self.supernode_auth and not (self.tls or self.hosts == "netns"):
+            raise ValueError('emulate.supernode_auth needs TLS (Flower refuses SuperNode authentication on an '
+                             'insecure SuperLink): set emulate.tls = true (`fedbw emulate --tls`), or hosts = "netns" '
+                             '(always TLS)')
         return self
 
 

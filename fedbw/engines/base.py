@@ -8,7 +8,8 @@ from typing import Callable, Protocol
 
 from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan
-from fedbw.results.records import ClientRoundRecord, RoundRecord, StageRecord
+from fedbw.results.records import (ClientRoundRecord, RoundRecord, StageRecord, engine_client_record,
+                                   engine_stage_record)
 
 
 class Progress(Protocol):
@@ -29,9 +30,13 @@ def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int
     """Client and round records for one round laid out by the network model."""
     by_client: dict[int, list[StageRecord]] = {}
     for t in timeline.timings:
-        by_client.setdefault(t.client_id, []).append(
-            StageRecord(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s, t.t_framework_s))
-    clients = [ClientRoundRecord(run_id, engine, round_index, cid, plan.clients[cid].profile, stages)
+        stage = engine_stage_record(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s,
+                                    t.t_framework_s)
+        if (rows := by_client.get(t.client_id)) is None:
+            by_client[t.client_id] = [stage]
+        else:
+            rows.append(stage)
+    clients = [engine_client_record(run_id, engine, round_index, cid, plan.clients[cid].profile, stages)
                for cid, stages in by_client.items()]
     extra = dict(round_fields.pop("extra", None) or {})  # type: ignore[arg-type]
     extra["framework"] = plan.config.framework
@@ -44,7 +49,8 @@ def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int
         round_time_s=timeline.round_time_s, comm_time_s=timeline.comm_time_s,
         compute_time_s=timeline.compute_time_s, framework_time_s=timeline.framework_time_s,
         stage_times_s={s: timeline.stage_time_s(s) for s in timeline.stages},
-        bytes_down_total=sum(c.bytes_down for c in clients), bytes_up_total=sum(c.bytes_up for c in clients),
+        bytes_down_total=sum(t.bytes_down for t in timeline.timings),
+        bytes_up_total=sum(t.bytes_up for t in timeline.timings),
         extra=extra, **round_fields,  # type: ignore[arg-type]
     )
     return clients, rnd

@@ -15,7 +15,7 @@ from fedbw.errors import ConfigError
 from fedbw.links import profile_link
 from fedbw.netmodel import ClientLink, DeploymentClock, best_allreduce, round_timeline
 from fedbw.netmodel.timeline import RoundTimeline
-from fedbw.plan import Plan
+from fedbw.plan import Plan, collection_paused
 from fedbw.privacy.rounds import planned_privacy_round
 from fedbw.results.records import RecordWriter
 
@@ -29,8 +29,10 @@ def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = 
     the round includes Flower's deployment costs; the shared server link always applies.
     """
     ids = plan.sampled_clients(round_index) if client_ids is None else client_ids
-    rows = [(cid, (link_of(cid) if link_of else plan.clients[cid].link), plan.clients[cid].est_compute_s)
-            for cid in ids]
+    rows = []
+    for cid in ids:
+        client = plan.clients[cid]
+        rows.append((cid, link_of(cid) if link_of else client.link, client.est_compute_s))
     exchanges = plan.predicted_exchanges(round_index)
     return round_timeline(rows, lambda cid: exchanges, deployment=clock, **plan.timeline_options())
 
@@ -52,9 +54,10 @@ def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
     result.stopped_early = plan.stop_reason
     clock = plan.deployment_clock()
     for r in range(1, plan.rounds + 1):
-        timeline = estimate_round(plan, r, clock=clock)
-        clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline, epsilon=plan.epsilon_after(r),
-                                             privacy=planned_privacy_round(plan, r))
+        with collection_paused():  # a round's rows and records: many small objects, no cycles
+            timeline = estimate_round(plan, r, clock=clock)
+            clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline,
+                                                 epsilon=plan.epsilon_after(r), privacy=planned_privacy_round(plan, r))
         result.clients += clients
         result.rounds.append(rnd)
         if writer:

@@ -29,6 +29,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
 from fedbw.netmodel.sharing import Flow, finish_times
@@ -131,8 +132,7 @@ def next_grid_point(anchor_s: float, period_s: float, t_s: float) -> float:
     return anchor_s + math.ceil((t_s - anchor_s) / period_s - 1e-12) * period_s
 
 
-@dataclass(frozen=True)
-class StageMessage:
+class StageMessage(NamedTuple):
     """One client's exchange in one stage: the server's message down, the reply up, the training."""
 
     client_id: int
@@ -164,27 +164,21 @@ class MessageTiming:
 
 
 @dataclass
-class StageTiming:
-    stage: str
-    t_start_s: float  #: the server starts pushing
-    t_end_s: float  #: every reply is in and the server has aggregated: the next stage can start
-    server_s: dict[str, float]  #: push, pulls, aggregation
-    messages: list[MessageTiming]
-
-
-@dataclass
 class _Node:
     anchor_s: float | None = None  #: the pull right after its last reply (None: idle since it started)
 
 
 @dataclass
 class _Exchange:
-    """One client's exchange while a stage is laid out (absolute clock times)."""
+    """A class of identical exchanges while a stage is laid out (absolute clock times): clients with the
+    same message, link, CPU and poll grid get the same times up to the ServerApp's pulls, so each time is
+    worked out once per class."""
 
-    m: StageMessage
+    m: StageMessage  #: the first member's message (the others differ only in client_id)
     link: ClientLink
-    node: _Node
+    anchor_s: float | None  #: the members' SuperNode poll anchor
     speed: float  #: client CPU relative to the calibration machine
+    nodes: list[_Node] = field(default_factory=list)  #: the members' SuperNodes
     t_pull: float = 0.0  #: the SuperNode's pull that finds the message starts
     t_down: float = 0.0  #: that pull to every object stored ("Received successfully")
     t_down_alone: float = 0.0
@@ -194,7 +188,10 @@ class _Exchange:
     t_sending: float = 0.0  #: the SuperNode starts the upload (the SuperLink knows the reply)
     t_up: float = 0.0
     t_up_alone: float = 0.0
-    t_replied: float = 0.0  #: the ServerApp has the reply
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
 
     @property
     def t_received(self) -> float:
@@ -203,6 +200,33 @@ class _Exchange:
     @property
     def t_sent(self) -> float:
         return self.t_sending + self.t_up
+
+
+@dataclass
+class StageTiming:
+    """One stage laid out: per class of identical exchanges their shared times, per client its class and
+    when the ServerApp had its reply (the ServerApp pulls replies one after another)."""
+
+    stage: str
+    t_start_s: float  #: the server starts pushing
+    t_end_s: float  #: every reply is in and the server has aggregated: the next stage can start
+    server_s: dict[str, float]  #: push, pulls, aggregation
+    classes: list[MessageTiming] = field(default_factory=list)  #: a class's times (t_replied_s: its first member's)
+    client_ids: list[int] = field(default_factory=list)  #: in the order the messages came
+    class_of: list[int] = field(default_factory=list)  #: each client's index in ``classes``
+    t_replied_s: list[float] = field(default_factory=list)  #: each client's reply at the ServerApp (absolute)
+    t_sent_s: list[float] = field(default_factory=list)  #: per class: the upload's last byte at the SuperLink
+
+    @property
+    def messages(self) -> list[MessageTiming]:
+        """Every client's exchange on its own (its class's times, its own ServerApp poll)."""
+        out = []
+        for cid, j, t_replied in zip(self.client_ids, self.class_of, self.t_replied_s):
+            k = self.classes[j]
+            out.append(MessageTiming(cid, k.t_pushed_s, t_replied, k.t_down_s, k.t_compute_s, k.t_up_s,
+                                     k.t_down_alone_s, k.t_up_alone_s,
+                                     {**k.parts, "serverapp_poll_s": t_replied - self.t_sent_s[j]}))
+        return out
 
 
 class DeploymentClock:
@@ -223,13 +247,41 @@ class DeploymentClock:
     def _uniform(self, width_s: float) -> float:
         return width_s / 2 if self.phase == "expected" else self.rng.uniform(0.0, width_s)
 
-    def _pull_time(self, node: _Node, t_visible_s: float, rtt_s: float) -> float:
+    def _pull_time(self, anchor_s: float | None, t_visible_s: float, rtt_s: float) -> float:
         """When the SuperNode's pull that finds a message visible from ``t_visible_s`` starts: its pulls
         start every sleep + one empty pull's round trip."""
         period = self.costs.supernode_idle_poll_s + rtt_s + self.costs.request_s
-        if node.anchor_s is None:  # idle since it registered: its grid's phase is unknown
+        if anchor_s is None:  # idle since it registered: its grid's phase is unknown
             return t_visible_s + self._uniform(period)
-        return next_grid_point(node.anchor_s, period, t_visible_s)
+        return next_grid_point(anchor_s, period, t_visible_s)
+
+    def _classes(self, messages: Sequence[StageMessage], links: Mapping[int, ClientLink],
+                 client_cpu: Mapping[int, float]) -> tuple[list[_Exchange], list[int]]:
+        """The stage's classes of identical exchanges, in the order of their first member, and each
+        message's class. With sampled phases every exchange draws its own: no two are alike."""
+        classes: list[_Exchange] = []
+        members: list[list[_Node]] = []  # each class's nodes (the same lists as the classes' ``nodes``)
+        class_of: list[int] = []
+        index: dict[tuple[object, ...], int] = {}
+        nodes, grouped = self.nodes, self.phase == "expected"
+        node_of, speed_of = nodes.get, client_cpu.get  # once per client: local names save the lookups
+        for m in messages:
+            cid = m[0]
+            node = node_of(cid)
+            if node is None:
+                node = nodes[cid] = _Node()
+            link, speed = links[cid], speed_of(cid, 1.0)
+            key = (m[1:], id(link), speed, node.anchor_s)  # the links live through the call: ids are theirs
+            j = index.get(key, -1) if grouped else -1
+            if j < 0:
+                j = len(classes)
+                classes.append(_Exchange(m, link, node.anchor_s, speed))
+                members.append(classes[j].nodes)
+                if grouped:
+                    index[key] = j
+            members[j].append(node)
+            class_of.append(j)
+        return classes, class_of
 
     def run_stage(self, stage: str, messages: Sequence[StageMessage], links: Mapping[int, ClientLink],
                   server_up_bytes_per_s: float = math.inf, server_down_bytes_per_s: float = math.inf,
@@ -243,15 +295,14 @@ class DeploymentClock:
         c = self.costs
         t0 = self.t_s
         if not messages:
-            return StageTiming(stage, t0, t0, {}, [])
-        ex = [_Exchange(m, links[m.client_id], self.nodes.setdefault(m.client_id, _Node()),
-                        (client_cpu or {}).get(m.client_id, 1.0)) for m in messages]
+            return StageTiming(stage, t0, t0, {})
+        ex, class_of = self._classes(messages, links, client_cpu or {})
         # 1. the server pushes: the shared message body (the global model) goes to the SuperLink once
-        push_s = (c.hop_message_s + c.local_cpu_s(max(m.bytes_down for m in messages))) / server_cpu
+        push_s = (c.hop_message_s + c.local_cpu_s(max(e.m.bytes_down for e in ex))) / server_cpu
         t_pushed = t0 + push_s
         # 2. each SuperNode's pull (visible at once, objects once pushed); downloads share the server uplink
         for e in ex:
-            e.t_pull = backoff_until(self._pull_time(e.node, t0, e.link.rtt_s), t_pushed, c)
+            e.t_pull = backoff_until(self._pull_time(e.anchor_s, t0, e.link.rtt_s), t_pushed, c)
         self._transfer(ex, "down", server_up_bytes_per_s)
         # 3-4. the SuperExec (polling) launches a ClientApp process at "Receiving"; it pulls the message
         #      from the SuperNode (backing off if the download is not done), runs, hands the reply back;
@@ -268,25 +319,33 @@ class DeploymentClock:
         # 5. uploads share the server's downlink; each SuperNode pulls again at once after its reply
         self._transfer(ex, "up", server_down_bytes_per_s)
         for e in ex:
-            e.node.anchor_s = e.t_sent
+            t_sent = e.t_sent
+            for node in e.nodes:
+                node.anchor_s = t_sent
         # 6. the ServerApp polls from its push on; every reply in: aggregate
-        self._serverapp_polls(ex, t_pushed, server_cpu)
-        t_last = max(e.t_replied for e in ex)
-        agg_s = ((c.aggregate_base_s + c.aggregate_s_per_mib * sum(m.bytes_up for m in messages) / MIB) / server_cpu
-                 if aggregate else 0.0)
+        replied = self._serverapp_polls(ex, class_of, t_pushed, server_cpu)
+        t_last = max(replied)
+        bytes_up = [e.m.bytes_up for e in ex]
+        agg_s = ((c.aggregate_base_s + c.aggregate_s_per_mib * sum(map(bytes_up.__getitem__, class_of)) / MIB)
+                 / server_cpu if aggregate else 0.0)
         t_end = t_last + agg_s + server_extra_s
-        timings = [MessageTiming(
-            e.m.client_id, t_pushed, e.t_replied, e.t_down, e.m.compute_s, e.t_up, e.t_down_alone, e.t_up_alone,
-            {"supernode_poll_s": e.t_pull - t_pushed, "clientapp_start_s": e.t_app - e.t_received,
-             "app_other_s": e.m.client_extra_s, "reply_pickup_s": e.t_sending - e.t_done,
-             "serverapp_poll_s": e.t_replied - e.t_sent}) for e in ex]
-        pull_s = sum(c.local_cpu_s(m.bytes_up) for m in messages) / server_cpu
+        first: dict[int, int] = {}  # each class's first member
+        for k, j in enumerate(class_of):
+            first.setdefault(j, k)
+        timings = [MessageTiming(e.m.client_id, t_pushed, replied[first[j]], e.t_down, e.m.compute_s, e.t_up,
+                                 e.t_down_alone, e.t_up_alone,
+                                 {"supernode_poll_s": e.t_pull - t_pushed, "clientapp_start_s": e.t_app - e.t_received,
+                                  "app_other_s": e.m.client_extra_s, "reply_pickup_s": e.t_sending - e.t_done})
+                   for j, e in enumerate(ex)]
+        pulls = [c.local_cpu_s(b) for b in bytes_up]
+        pull_s = sum(map(pulls.__getitem__, class_of)) / server_cpu
         self.t_s = t_end
         return StageTiming(stage, t0, t_end, {"push_s": push_s, "pull_s": pull_s, "aggregate_s": agg_s,
-                                              "extra_s": server_extra_s}, timings)
+                                              "extra_s": server_extra_s}, timings,
+                           [m[0] for m in messages], class_of, replied, [e.t_sent for e in ex])
 
     def _transfer(self, ex: list[_Exchange], direction: str, server_bytes_per_s: float) -> None:
-        """Lay every exchange's transfer in ``direction`` on its own link and the shared server link.
+        """Lay every class's transfer in ``direction`` on its own link and the shared server link.
 
         A transfer is its requests' round trips (metadata, then the objects ``object_workers`` at a time,
         a confirm after a pull) plus the longer of the bytes on the wire and the CPU that moves them: both
@@ -297,7 +356,7 @@ class DeploymentClock:
         flows = [Flow(e.t_pull + e.link.rtt_s if down else e.t_sending + e.link.rtt_s,
                       e.m.bytes_down if down else e.m.bytes_up,
                       e.link.down_bytes_per_s if down else e.link.up_bytes_per_s) for e in ex]
-        ends = finish_times(flows, server_bytes_per_s)
+        ends = finish_times(flows, server_bytes_per_s, [e.count for e in ex])
         for e, f, end in zip(ex, flows, ends):
             objects = e.m.objects_down if down else e.m.objects_up
             cpu = c.hop_cpu_s(objects, f.size_bytes) / e.speed
@@ -309,19 +368,29 @@ class DeploymentClock:
             else:
                 e.t_up, e.t_up_alone = shared, solo
 
-    def _serverapp_polls(self, ex: list[_Exchange], t_pushed: float, server_cpu: float) -> None:
-        """When the ServerApp has each reply: it pulls right after its push, then a poll interval after the
-        end of each pull, taking every reply the SuperLink knows; a reply still uploading is pulled
-        object by object behind its upload (:func:`pull_behind`)."""
+    def _serverapp_polls(self, ex: list[_Exchange], class_of: list[int], t_pushed: float,
+                         server_cpu: float) -> list[float]:
+        """When the ServerApp has each client's reply: it pulls right after its push, then a poll interval
+        after the end of each pull, taking every reply the SuperLink knows, one after another; a reply
+        still uploading is pulled object by object behind its upload (:func:`pull_behind`)."""
         c = self.costs
-        todo = sorted(ex, key=lambda e: e.t_sending)
-        t = t_pushed
-        while todo:
-            visible = [e for e in todo if e.t_sending <= t]
-            for e in visible:
-                t = pull_behind(t, e.t_sending, e.t_sent, e.m.objects_up, c)
-                t += c.local_cpu_s(e.m.bytes_up) / server_cpu
-                e.t_replied = t
-                todo.remove(e)
-            if todo:
+        sending = [e.t_sending for e in ex]
+        sent = [e.t_sent for e in ex]
+        objects = [e.m.objects_up for e in ex]
+        pull_cpu = [c.local_cpu_s(e.m.bytes_up) / server_cpu for e in ex]
+        # clients in the order their replies reach the SuperLink (ties: message order)
+        order = sorted(range(len(class_of)), key=[sending[j] for j in class_of].__getitem__)
+        replied = [0.0] * len(class_of)
+        t, pos, n = t_pushed, 0, len(order)
+        while pos < n:
+            visible, t_poll = 0, t  # the replies the SuperLink knows when this poll's pull starts
+            while pos < n and sending[j := class_of[order[pos]]] <= t_poll:
+                if sent[j] > t:  # still uploading: pulled behind it
+                    t = pull_behind(t, sending[j], sent[j], objects[j], c)
+                t += pull_cpu[j]
+                replied[order[pos]] = t
+                pos += 1
+                visible += 1
+            if pos < n:
                 t += (0.0 if visible else c.request_s) + c.serverapp_poll_s
+        return replied

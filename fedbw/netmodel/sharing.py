@@ -27,54 +27,75 @@ class Flow:
     cap_bytes_per_s: float
 
 
-def water_fill(caps: Sequence[float], capacity: float) -> list[float]:
+def water_fill(caps: Sequence[float], capacity: float, counts: Sequence[int] | None = None) -> list[float]:
     """Max-min fair rates for flows with ``caps`` sharing ``capacity`` (all in the same unit).
 
     Flows whose cap is below the fair share get their cap; the others share the rest equally. With
-    ``capacity = inf`` every flow gets its cap. Raises ValueError for a negative cap or capacity.
+    ``capacity = inf`` every flow gets its cap. ``counts[i]`` identical flows stand behind ``caps[i]``
+    (each gets the rate returned for it), so a million clients on a few links cost a few entries.
+    Raises ValueError for a negative cap or capacity.
     """
     if capacity < 0 or any(c < 0 for c in caps):
         raise ValueError("capacities must be >= 0")
-    rates = [0.0] * len(caps)
     if math.isinf(capacity):
         return [float(c) for c in caps]
+    weights = [1] * len(caps) if counts is None else counts
+    rates = [0.0] * len(caps)
     left = float(capacity)
-    order = sorted(range(len(caps)), key=lambda i: caps[i])
-    for k, i in enumerate(order):
-        share = left / (len(order) - k)
-        rates[i] = min(float(caps[i]), share)
-        left -= rates[i]
+    remaining = sum(weights)
+    for i in sorted(range(len(caps)), key=lambda i: caps[i]):
+        rates[i] = min(float(caps[i]), left / remaining)
+        left -= rates[i] * weights[i]
+        remaining -= weights[i]
     return rates
 
 
-def finish_times(flows: Sequence[Flow], capacity_bytes_per_s: float) -> list[float]:
+def finish_times(flows: Sequence[Flow], capacity_bytes_per_s: float, counts: Sequence[int] | None = None,
+                 ) -> list[float]:
     """When each flow's last byte is through, with ``flows`` sharing ``capacity_bytes_per_s``.
 
     Between consecutive events (a flow starts or finishes) the rates are constant: the water-filling
     of the active flows' caps over the capacity. A zero-byte flow finishes when it starts; a flow with
-    no rate at all (cap 0, or no capacity) never finishes (``inf``).
+    no rate at all (cap 0, or no capacity) never finishes (``inf``). ``counts[i]`` identical flows stand
+    behind ``flows[i]`` (they start, move and finish together): the cost grows with the distinct flows,
+    not with the clients.
     """
-    n = len(flows)
+    # identical flows (the same start, size and cap) move together: lay each out once
+    index: dict[Flow, int] = {}
+    where: list[int] = []
+    unique: list[Flow] = []
+    weights: list[int] = []
+    for f, k in zip(flows, [1] * len(flows) if counts is None else counts):
+        j = index.get(f)
+        if j is None:
+            j = index[f] = len(unique)
+            unique.append(f)
+            weights.append(0)
+        weights[j] += k
+        where.append(j)
+    flows, n = unique, len(unique)
     done: list[float | None] = [None] * n
     left = [float(f.size_bytes) for f in flows]
     for i, f in enumerate(flows):
         if f.size_bytes <= 0:
             done[i] = f.start_s
     pending = sorted((i for i in range(n) if done[i] is None), key=lambda i: flows[i].start_s)
+    pending.reverse()  # the next flow to start is last: popped in O(1)
     active: list[int] = []
-    t = min((flows[i].start_s for i in pending), default=0.0)
+    t = flows[pending[-1]].start_s if pending else 0.0
     while pending or active:
-        while pending and flows[pending[0]].start_s <= t:
-            active.append(pending.pop(0))
+        while pending and flows[pending[-1]].start_s <= t:
+            active.append(pending.pop())
         if not active:
-            t = flows[pending[0]].start_s
+            t = flows[pending[-1]].start_s
             continue
-        rates = water_fill([flows[i].cap_bytes_per_s for i in active], capacity_bytes_per_s)
+        rates = water_fill([flows[i].cap_bytes_per_s for i in active], capacity_bytes_per_s,
+                           [weights[i] for i in active])
         # time to the next event: the first active flow to finish, or the next flow to start
         to_finish = [0.0 if math.isinf(r) else (left[i] / r if r > 0 else math.inf) for i, r in zip(active, rates)]
         dt = min(to_finish)
         if pending:
-            dt = min(dt, flows[pending[0]].start_s - t)
+            dt = min(dt, flows[pending[-1]].start_s - t)
         if math.isinf(dt):  # nothing moves and nothing else starts: the rest never finish
             for i in active:
                 done[i] = math.inf
@@ -88,4 +109,4 @@ def finish_times(flows: Sequence[Flow], capacity_bytes_per_s: float) -> list[flo
             else:
                 still.append(i)
         active = still
-    return [math.inf if d is None else d for d in done]
+    return [math.inf if (d := done[j]) is None else d for j in where]

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Callable, Mapping, NamedTuple, Sequence
 
-from fedbw.netmodel.flower import FRAMEWORK_PARTS, DeploymentClock, StageMessage
+from fedbw.netmodel.flower import FRAMEWORK_PARTS, DeploymentClock, StageMessage, StageTiming
 from fedbw.netmodel.payload import MessageSizes
 from fedbw.netmodel.sharing import Flow, finish_times
 from fedbw.netmodel.transfer import ClientLink, mbps_to_bytes_per_s, transfer_time_s
@@ -42,8 +43,14 @@ class ServerLink:
 UNLIMITED = ServerLink()
 
 
-@dataclass(frozen=True)
-class ClientStageTiming:
+#: The parts of a row without Flower's costs (read-only: every such row shares it).
+NO_PARTS: Mapping[str, float] = MappingProxyType({})
+
+
+class ClientStageTiming(NamedTuple):
+    """One client's share of one stage (a named tuple: a round holds one per client per stage, and at
+    100,000 clients their construction is much of the round's cost)."""
+
     client_id: int
     stage: str
     bytes_down: float
@@ -52,7 +59,7 @@ class ClientStageTiming:
     t_compute_s: float
     t_up_s: float
     t_framework_s: float = 0.0  #: Flower's own time (polls, process start, app work besides training)
-    parts: Mapping[str, float] = field(default_factory=dict)  #: t_framework_s split (FRAMEWORK_PARTS)
+    parts: Mapping[str, float] = NO_PARTS  #: t_framework_s split (FRAMEWORK_PARTS)
     server_link_s: float = 0.0  #: of t_down_s + t_up_s, waiting for the shared server link
 
     @property
@@ -72,14 +79,28 @@ class RoundTimeline:
     stage_spans_s: dict[str, float] = field(default_factory=dict)
     server_s: dict[str, float] = field(default_factory=dict)  #: server work summed over the stages
 
+    def _barriers(self) -> dict[str, ClientStageTiming]:
+        """Each stage's barrier-holder (the first of its slowest clients), found in one pass over the
+        timings and kept until more timings arrive: every round figure reads it, at any scale."""
+        cached = self.__dict__.get("_barrier_cache")
+        if cached is not None and cached[0] == len(self.timings):
+            return cached[1]
+        best: dict[str, ClientStageTiming] = {}
+        slowest: dict[str, float] = {}
+        for t in self.timings:
+            total = t.t_down_s + t.t_compute_s + t.t_up_s + t.t_framework_s
+            if t.stage not in slowest or total > slowest[t.stage]:
+                best[t.stage], slowest[t.stage] = t, total
+        self.__dict__["_barrier_cache"] = (len(self.timings), best)
+        return best
+
     def stage_time_s(self, stage: str) -> float:
-        slowest = max((t.t_total_s for t in self.timings if t.stage == stage), default=0.0)
-        return max(slowest, self.stage_spans_s.get(stage, 0.0))
+        holder = self._barriers().get(stage)
+        return max(holder.t_total_s if holder is not None else 0.0, self.stage_spans_s.get(stage, 0.0))
 
     def critical(self, stage: str) -> ClientStageTiming | None:
         """The client that holds the barrier of ``stage``."""
-        rows = [t for t in self.timings if t.stage == stage]
-        return max(rows, key=lambda t: t.t_total_s) if rows else None
+        return self._barriers().get(stage)
 
     def _critical_rows(self) -> list[ClientStageTiming]:
         return [c for s in self.stages if (c := self.critical(s)) is not None]
@@ -148,7 +169,8 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
     shared server link; ``server_extra_s(stage, clients)`` adds server work after a stage (SecAgg+
     unmasking of that many clients' vectors).
     """
-    rows = [(cid, link, compute_s, list(exchanges_for(cid))) for cid, link, compute_s in clients]
+    rows = [(cid, link, compute_s, ex if isinstance(ex := exchanges_for(cid), list) else list(ex))
+            for cid, link, compute_s in clients]  # one list may serve every client (estimate's): not copied
     if not rows:
         return RoundTimeline([])
     stages = [e.stage for e in rows[0][3]]
@@ -178,8 +200,13 @@ def stage_compute_s(ex: MessageSizes, client_compute_s: float) -> float:
 def _by_stage(rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]], stage: str,
               ) -> list[tuple[int, ClientLink, float, MessageSizes]]:
     """This stage's (client, link, compute, message) rows, the compute that of this stage."""
-    return [(cid, link, stage_compute_s(ex, compute_s), ex) for cid, link, compute_s, exchanges in rows
-            for ex in exchanges if ex.stage == stage]
+    out = []
+    for cid, link, compute_s, exchanges in rows:
+        for ex in exchanges:
+            if ex.stage == stage:  # stage_compute_s, inlined: this runs once per client per stage
+                out.append((cid, link, (compute_s if ex.compute_s is None else ex.compute_s) if ex.computes else 0.0,
+                            ex))
+    return out
 
 
 def _shared_links_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]], stages: list[str],
@@ -212,23 +239,44 @@ def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageS
     server_totals: dict[str, float] = {}
     for stage in stages:
         items = _by_stage(rows, stage)
-        messages = [StageMessage(cid, ex.bytes_down, ex.bytes_up, ex.objects_down, ex.objects_up, compute_s,
-                                 ex.client_extra_s + (app_setup_s if ex.computes else 0.0))
-                    for cid, _, compute_s, ex in items]
+        tails: dict[tuple[int, float], tuple[float, float, int, int, float, float]] = {}
+        messages = []
+        new = tuple.__new__  # StageMessage from its fields in order (one per client: keep it cheap)
+        for cid, _, compute_s, ex in items:
+            tail = tails.get((id(ex), compute_s))
+            if tail is None:
+                tail = tails[(id(ex), compute_s)] = (ex.bytes_down, ex.bytes_up, ex.objects_down, ex.objects_up,
+                                                     compute_s, ex.client_extra_s + (app_setup_s if ex.computes else 0.0))
+            messages.append(new(StageMessage, (cid, *tail)))
         st = clock.run_stage(stage, messages, {cid: link for cid, link, _, _ in items},
                              server_up_bytes_per_s=mbps_to_bytes_per_s(server.up_payload_mbps),
                              server_down_bytes_per_s=mbps_to_bytes_per_s(server.down_payload_mbps),
                              client_cpu=client_cpu, server_cpu=server_cpu,
                              server_extra_s=server_extra_s(stage, len(items)) if server_extra_s else 0.0,
                              aggregate=any(ex.computes for _, _, _, ex in items))
-        by_client = {m.client_id: m for m in st.messages}
-        for cid, _, _, ex in items:
-            m = by_client[cid]
-            timeline.timings.append(ClientStageTiming(
-                cid, stage, ex.bytes_down, ex.bytes_up, m.t_down_s, m.t_compute_s, m.t_up_s, m.t_framework_s,
-                dict(m.parts), max(0.0, m.t_down_s + m.t_up_s - m.t_down_alone_s - m.t_up_alone_s)))
+        timeline.timings += _stage_timings(stage, st, items)
         timeline.stage_spans_s[stage] = st.t_end_s - st.t_start_s
         for k, v in st.server_s.items():
             server_totals[k] = server_totals.get(k, 0.0) + v
     timeline.server_s = server_totals
     return timeline
+
+
+def _stage_timings(stage: str, st: StageTiming, items: Sequence[tuple[int, ClientLink, float, MessageSizes]],
+                   ) -> list[ClientStageTiming]:
+    """Each client's row of a stage laid out by the clock: its class's times, its own ServerApp poll."""
+    shared = []  # per class: the parts every member shares, their sum so far, and the class's fixed fields
+    for k, t_sent in zip(st.classes, st.t_sent_s):
+        framework = 0.0
+        for v in k.parts.values():
+            framework += v
+        shared.append((k.parts, framework, t_sent, k.t_down_s, k.t_compute_s, k.t_up_s,
+                       max(0.0, k.t_down_s + k.t_up_s - k.t_down_alone_s - k.t_up_alone_s)))
+    out = []
+    new = tuple.__new__  # the named tuple built from its fields in order, without its argument handling
+    for (cid, _, _, ex), j, t_replied in zip(items, st.class_of, st.t_replied_s):
+        parts, framework, t_sent, t_down, t_compute, t_up, waited = shared[j]
+        poll = t_replied - t_sent
+        out.append(new(ClientStageTiming, (cid, stage, ex.bytes_down, ex.bytes_up, t_down, t_compute, t_up,
+                                           framework + poll, {**parts, "serverapp_poll_s": poll}, waited)))
+    return out

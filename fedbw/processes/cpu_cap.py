@@ -16,6 +16,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: The accounting period of a cap: the kernel's default. A capped group runs its quota, then sleeps for
+#: the rest of the period, so a shorter period looks smoother; measured, it is worse: with 10 ms, a
+#: device capped at 1/7 of a core got 1.4 ms of quota per period (under the kernel's 5 ms bandwidth
+#: slice, which probably leaves the group's other threads waiting), and ResNet-18
+#: downloads at K = 7 ran 7.6 s against 4.4 s with 100 ms (benchmarks/agreement.py, 2026-12-01).
 PERIOD_US = 100_000
 V2_ROOT = Path("/sys/fs/cgroup")
 V1_CPU = Path("/sys/fs/cgroup/cpu")

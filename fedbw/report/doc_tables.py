@@ -97,6 +97,10 @@ def emulation_markdown(data: dict[str, Any]) -> str:
             "emulate round", "round error", "host share", "host-bound rounds", "host CPU busy"]
     rows = []
     for r in data["rows"]:
+        if "error" in r:  # the run failed: the row says so instead of the benchmark losing every row
+            rows.append([str(r["clients"]), str(r["dilation_setting"]), f"failed: {r['error']}"]
+                        + ["-"] * (len(head) - 3))
+            continue
         k = f"{r['dilation']:g}×" + (" capped" if r["cpu_capped"] else "") if r["dilation"] > 1 else "none"
         errs = (f"{_pct(r['transfer_median_abs_error'])} / {_pct(r['transfer_max_abs_error'])}"
                 if r["transfer_median_abs_error"] is not None else "-")
@@ -115,7 +119,12 @@ def emulation_markdown(data: dict[str, Any]) -> str:
 def _emulation_verdict(rows: list[dict[str, Any]]) -> str:
     """The issue-11 targets against the dilated rows, and whether the host let the run test them: a
     row whose rounds were host-bound measured the host, not the model."""
+    failed = [r for r in rows if "error" in r]
+    rows = [r for r in rows if "error" not in r]
     dilated = [r for r in rows if r["dilation"] > 1]
+    if failed:
+        return (_emulation_verdict(rows).rstrip("\n") + f" {len(failed)} run(s) failed (rows above): "
+                "their targets were not tested.\n")
     if not dilated:
         return "No dilated rows: the targets (dilated) were not tested by this run.\n"
     rounds_ok = sum(r["round_error"] is not None and abs(r["round_error"]) <= 0.05 for r in dilated)

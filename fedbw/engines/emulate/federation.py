@@ -16,6 +16,7 @@ Ctrl-C; the temporary work directory is removed (logs are copied out first).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from fedbw.engines.emulate.flower import FlowerDeployment, RunStatus
 from fedbw.engines.emulate.host import HostSample, HostSampler
 from fedbw.engines.emulate.ports import LOOPBACK
+from fedbw.engines.emulate.security import make_tls, supernode_auth_error
 from fedbw.engines.emulate.shaper_process import ShaperProcess
 from fedbw.engines.emulate.supernode_log import MessageSpan, is_receiving, message_group, parse_supernode_log
 from fedbw.engines.foreign_app import check_app_dir
@@ -200,7 +202,8 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 logs_to: Path | None = None, tick: Callable[[Live], None] | None = None,
                 superlink_port: int = 0, sample_interval_s: float = 0.005,
                 env_extra: Mapping[str, str] | None = None, shared_link: Any = None,
-                dilation: float = 1.0, cap_cpu: bool = True, hosts: NetnsHosts | None = None) -> EmulationResult:
+                dilation: float = 1.0, cap_cpu: bool = True, hosts: NetnsHosts | None = None,
+                tls: bool = False, supernode_auth: bool = False) -> EmulationResult:
     """Run the Flower app in ``app_dir`` on a loopback federation whose links are shaped per client.
 
     Returns what was measured; raises RunError (with the failing child's last log lines) if a
@@ -210,12 +213,19 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     ``dilation`` K > 1 stretches time (module docstring); ``cap_cpu`` then caps each device (and the
     server) to its share of a core when cgroups allow. ``timeout_s`` counts emulated seconds.
     ``hosts`` (:class:`~fedbw.engines.emulate.hosts.NetnsHosts`): the SuperLink and every SuperNode on
-    network hosts of their own, a shaper on each client host, TLS (docs/multi-host.md).
+    network hosts of their own, a shaper on each client host, TLS (docs/multi-host.md). ``tls``: the
+    loopback SuperLink serves TLS (a CA made for the run); ``supernode_auth``: every SuperNode
+    authenticates with a key pair of its own, registered first (needs TLS; :mod:`.flower`). Keys and
+    certificates stay in the work directory and never reach ``logs_to``.
     """
     app_dir = Path(app_dir).resolve()
     check_app_dir(app_dir)
     if not clients:
         raise ConfigError("emulate needs at least one client")
+    if hosts is not None and supernode_auth:
+        hosts = dataclasses.replace(hosts, supernode_auth=True)
+    elif hosts is None and supernode_auth and (why := supernode_auth_error(tls)) is not None:
+        raise ConfigError(why)  # before any process starts
     warp = Dilation.starting_now(dilation)
     workdir = Path(tempfile.mkdtemp(prefix="fedbw-emulate-"))
     dropper = _Dropper(drops)
@@ -228,8 +238,12 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 stack, [c.client_id for c in clients], workdir,
                 server_link=None if shared_link is None else shared_link.dilated(warp.factor))
             sup = stack.enter_context(Supervisor())  # entered after the hosts: stops before they go
-            env = {**(env_extra or {}), **env_additions(warp)}
-            dep = FlowerDeployment(sup, workdir, env) if fed is None else fed.deployment(sup, workdir, env)
+            env = {**(env_extra or {}), **env_additions(warp), **(CAPPED_THREADS if caps is not None else {})}
+            if fed is None:
+                dep = FlowerDeployment(sup, workdir, env, supernode_auth=supernode_auth,
+                                       tls=make_tls(workdir / "tls", [LOOPBACK]) if tls else None)
+            else:
+                dep = fed.deployment(sup, workdir, env)
             stack.callback(dep.close)
             sl_port = dep.start_superlink(superlink_port, cpu_group=groups.get(SERVER))
             clock = {"to_time": warp.emulated if warp.active else None, "time_scale": 1.0 / warp.factor,
@@ -309,6 +323,12 @@ SHAPER = -2
 RESERVED_CORES = 0.5
 #: The server's cores in emulated time (SuperLink, its SuperExec, the ServerApp).
 SERVER_CORES = 2.0
+
+
+#: Under caps every device is about one core of this host: its compute libraries get one thread.
+#: OpenMP's default (a thread per host core) would spin-wait inside a cap of 1/K of a core and burn the
+#: quota it waits for (simulate trains with the threads Ray gives each client).
+CAPPED_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "FEDBW_TORCH_THREADS": "1"}
 
 
 def resolve_dilation(value: float | str, clients: int, cores: int | None = None) -> float:

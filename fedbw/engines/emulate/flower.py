@@ -4,6 +4,12 @@ Everything lives under one temporary work directory (FLWR_HOME, uv cache, logs) 
 removes. Flower itself is unmodified: it is started through its own console scripts and a run is
 submitted with ``flwr run``; only the federation entry in ``$FLWR_HOME/config.toml`` is written by
 hand because ``flwr new``/``flwr federation`` would reach for the network.
+
+With ``tls`` the SuperLink serves TLS with a certificate from a CA made for the run and every client
+(SuperNodes, the ``flwr`` CLI, fedbw's Control-API client) checks it; with ``supernode_auth`` as well,
+the SuperLink starts with ``--enable-supernode-auth``, each SuperNode gets a key pair of its own whose
+public half is registered through the Control API (what ``flwr supernode register`` sends) before
+the SuperNode starts with the private half (:mod:`.security`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from fedbw.engines.emulate.ports import LOOPBACK, check_port_free, free_ports, wait_connectable
-from fedbw.errors import RunError
+from fedbw.engines.emulate.security import KEYS_DIR, SuperNodeKey, TlsFiles, make_supernode_key, supernode_auth_error
+from fedbw.errors import ConfigError, RunError
 from fedbw.processes import Child, LogLine, Supervisor, strip_ansi
 from fedbw.tomlvalue import format_value
 
@@ -89,19 +96,78 @@ class RunStatus:
 
 
 class FlowerDeployment:
-    """SuperLink and SuperNodes on loopback under a :class:`Supervisor`."""
+    """SuperLink and SuperNodes on loopback under a :class:`Supervisor`; ``tls`` (None: ``--insecure``)
+    and ``supernode_auth`` as in the module docstring."""
 
     def __init__(self, supervisor: Supervisor, workdir: Path, env_extra: Mapping[str, str] | None = None,
-                 nice: int = FLOWER_NICE) -> None:
+                 nice: int = FLOWER_NICE, *, tls: TlsFiles | None = None, supernode_auth: bool = False) -> None:
+        if supernode_auth and (why := supernode_auth_error(tls is not None)) is not None:
+            raise ConfigError(why)
         self.sup = supervisor
         self.nice = nice
         self.workdir = workdir
         self.env = flower_env(workdir, env_extra)
         self.logs = workdir / "logs"
+        self.tls, self.supernode_auth = tls, supernode_auth
         self.superlink: Child | None = None
         self.superlink_port: int | None = None
         self.supernodes: dict[str, Child] = {}
+        self.keys: dict[str, SuperNodeKey] = {}  #: SuperNode name → its key pair (under supernode_auth)
         self._control: Any = None
+
+    # -- security -----------------------------------------------------------------------------
+    def superlink_security_args(self) -> list[str]:
+        """``flower-superlink``'s TLS and authentication flags."""
+        if self.tls is None:
+            return ["--insecure"]
+        args = ["--ssl-ca-certfile", str(self.tls.ca), "--ssl-certfile", str(self.tls.cert),
+                "--ssl-keyfile", str(self.tls.key)]
+        return [*args, "--enable-supernode-auth"] if self.supernode_auth else args
+
+    def supernode_security_args(self, name: str) -> list[str]:
+        """``flower-supernode``'s TLS flags and, under authentication, a key pair made for ``name`` and
+        registered with the SuperLink (which must be running)."""
+        if self.tls is None:
+            return ["--insecure"]
+        args = ["--root-certificates", str(self.tls.ca)]
+        if not self.supernode_auth:
+            return args
+        key = make_supernode_key(self.workdir / KEYS_DIR, name)
+        self.register_supernode(key)
+        self.keys[name] = key
+        return [*args, "--auth-supernode-private-key", str(key.private)]
+
+    def register_supernode(self, key: SuperNodeKey) -> int:
+        """Register ``key``'s public half with the SuperLink through the Control API, as ``flwr supernode
+        register KEY.pub`` does (same loader, same request); returns the node id it was given."""
+        from flwr.cli.supernode.register import try_load_public_key
+        from flwr.proto.control_pb2 import RegisterNodeRequest  # pylint: disable=E0611
+
+        public = try_load_public_key(key.public)
+        try:
+            res = self._control_call(lambda c: c.RegisterNode(RegisterNodeRequest(public_key=public, name=key.name)))
+        except Exception as exc:  # noqa: BLE001 - httpx or Flower errors: one line, never a traceback
+            raise RunError(f"the SuperLink refused to register SuperNode {key.name}'s public key: "
+                           f"{type(exc).__name__}: {exc}; see {self.logs / 'superlink.log'}") from None
+        if not res.node_id:
+            raise RunError(f"the SuperLink did not register SuperNode {key.name}; see {self.logs / 'superlink.log'}")
+        return int(res.node_id)
+
+    def _control_client(self) -> Any:
+        """fedbw's own Control-API client of the SuperLink (TLS checked against the run's CA)."""
+        from flwr.supercore.control import ControlHttpClient
+        from flwr.supercore.interceptors.http.runtime_version import RuntimeVersionHttpInterceptor
+
+        if self._control is None:
+            self._control = ControlHttpClient.from_server_address(
+                server_address=f"{LOOPBACK}:{self.superlink_port}", insecure=self.tls is None,
+                root_certificates=None if self.tls is None else self.tls.ca.read_bytes(),
+                interceptors=[RuntimeVersionHttpInterceptor(component_name="flwr CLI")])
+        return self._control
+
+    def _control_call(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(control client)`` where the SuperLink can be reached (here: this thread)."""
+        return fn(self._control_client())
 
     # -- processes ----------------------------------------------------------------------------
     def start_superlink(self, port: int = 0, cpu_group: Any = None) -> int:
@@ -113,7 +179,7 @@ class FlowerDeployment:
             check_port_free(port, "the SuperLink")
         else:
             port = free_ports(1)[0]
-        argv = [_script("flower-superlink"), "--insecure", "--host", LOOPBACK, "--port", str(port),
+        argv = [_script("flower-superlink"), *self.superlink_security_args(), "--host", LOOPBACK, "--port", str(port),
                 "--disable-runtime-dependency-installation"]
         child = self.sup.start("superlink", argv, self.env, self.logs / "superlink.log", nice=self.nice,
                                wave=0)  # stops after the SuperNodes: they would retry a server that is gone
@@ -133,8 +199,8 @@ class FlowerDeployment:
         ``cpu_group`` it, its SuperExec and its ClientApps run under that group's CPU cap."""
         own_port = free_ports(1)[0]
         cfg = " ".join(f"{k}={format_value(v)}" for k, v in node_config.items())
-        argv = [_script("flower-supernode"), "--insecure", "--superlink", f"{LOOPBACK}:{superlink_port}",
-                "--port", str(own_port), "--node-config", cfg]
+        argv = [_script("flower-supernode"), *self.supernode_security_args(name), "--superlink",
+                f"{LOOPBACK}:{superlink_port}", "--port", str(own_port), "--node-config", cfg]
         child = self.sup.start(name, argv, self.env, self.logs / f"{name}.log", on_line=on_line, nice=self.nice)
         _place(child, cpu_group)
         self.supernodes[name] = child
@@ -146,10 +212,11 @@ class FlowerDeployment:
             child.wait_for_line("SuperNode ID", timeout_s)
 
     def _write_connection(self, port: int) -> None:
-        home = Path(self.env["FLWR_HOME"])
-        (home / "config.toml").write_text(
+        """The ``flwr`` CLI's connection to this SuperLink (TLS: the run's CA)."""
+        security = "insecure = true\n" if self.tls is None else f"root-certificates = {format_value(str(self.tls.ca))}\n"
+        (Path(self.env["FLWR_HOME"]) / "config.toml").write_text(
             f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
-            f'address = "{LOOPBACK}:{port}"\ninsecure = true\n', encoding="utf-8")
+            f'address = "{LOOPBACK}:{port}"\n{security}', encoding="utf-8")
 
     # -- runs ---------------------------------------------------------------------------------
     def _flwr(self, *args: str, timeout_s: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
@@ -182,14 +249,7 @@ class FlowerDeployment:
         from flwr.common.serde import run_from_proto
         from flwr.proto.control_pb2 import ListRunsRequest  # pylint: disable=E0611
 
-        if self._control is None:
-            from flwr.supercore.control import ControlHttpClient
-            from flwr.supercore.interceptors.http.runtime_version import RuntimeVersionHttpInterceptor
-
-            self._control = ControlHttpClient.from_server_address(
-                server_address=f"{LOOPBACK}:{self.superlink_port}", insecure=True, root_certificates=None,
-                interceptors=[RuntimeVersionHttpInterceptor(component_name="flwr CLI")])
-        res = self._control.ListRuns(ListRunsRequest(run_id=run_id))
+        res = self._control_call(lambda c: c.ListRuns(ListRunsRequest(run_id=run_id)))
         run = run_from_proto(res.run_dict[run_id])
         st = run.status
         return RunStatus(run_id, st.status, st.sub_status, st.details)

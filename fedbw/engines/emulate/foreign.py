@@ -47,13 +47,14 @@ def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None
             run_config: Sequence[str] = (), timeout_s: float = 1800.0, out_dir: Path | None = None,
             seed: int = 0, drops: Sequence[DropFault] = (), server_link: str | None = None,
             dilation: float | str = 1.0, cap_cpu: bool = True, progress: Progress = NoProgress,
-            hosts: Any = None) -> AppRun:
+            hosts: Any = None, tls: bool = False, supernode_auth: bool = False) -> AppRun:
     """Any Flower app, unmodified, with ``num_clients`` SuperNodes on ``profile`` links.
 
     ``rounds`` sets the app's ``num-server-rounds`` (Flower's template key); ``run_config`` items are
     ``key=value`` (TOML values) passed to ``flwr run --run-config``. ``dilation`` (K or "auto") and
     ``cap_cpu`` as for ``[emulate]`` in a config (docs/emulate.md). ``hosts``: a
     :class:`~fedbw.engines.emulate.hosts.NetnsHosts` puts every process on a network host of its own.
+    ``tls`` and ``supernode_auth`` as ``[emulate] tls`` and ``supernode_auth`` (checked the same way).
     """
     from fedbw.results.rundir import fresh_stamped_dir, write_run_metadata
 
@@ -63,7 +64,8 @@ def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None
     if rounds is not None:
         overrides["num-server-rounds"] = rounds
     plan = app_plan(num_clients, profile, seed=seed, server_link=server_link, name=app_dir.name, engine=ENGINE,
-                    emulate={"dilation": dilation, "cap_cpu": cap_cpu, "timeout_s": timeout_s})
+                    emulate={"dilation": dilation, "cap_cpu": cap_cpu, "timeout_s": timeout_s, "tls": tls,
+                             "supernode_auth": supernode_auth, "hosts": "loopback" if hosts is None else "netns"})
     run_dir = Path(out_dir) if out_dir is not None else fresh_stamped_dir(Path("runs"), f"{app_dir.name}-{ENGINE}")
     run_dir.mkdir(parents=True, exist_ok=True)
     write_run_metadata(run_dir, plan.config, device=None)
@@ -80,7 +82,7 @@ def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None
                               env_extra={EVENTS_ENV: str(events_path), NODES_ENV: str(num_clients)},
                               shared_link=server_shaper_spec(plan.config.server.link),
                               dilation=resolve_dilation(plan.config.emulate.dilation, num_clients),
-                              cap_cpu=plan.config.emulate.cap_cpu, hosts=hosts)
+                              cap_cpu=plan.config.emulate.cap_cpu, hosts=hosts, tls=tls, supernode_auth=supernode_auth)
             dropped[:] = res.dropped
             recorder.consume(lambda: res.messages)
         finally:

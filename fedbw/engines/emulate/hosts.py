@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import datetime
-import ipaddress
 import os
 import shutil
 import subprocess
@@ -38,9 +36,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fedbw import netns
-from fedbw.engines.emulate.flower import (CLI_TIMEOUT_S, CONNECTION, STARTUP_TIMEOUT_S, FlowerDeployment,
-                                          _place, _script)
+from fedbw.engines.emulate.flower import CLI_TIMEOUT_S, STARTUP_TIMEOUT_S, FlowerDeployment, _place, _script
 from fedbw.engines.emulate.ports import LOOPBACK, wait_connectable
+from fedbw.engines.emulate.security import TlsFiles, make_tls, supernode_auth_error
 from fedbw.engines.emulate.shaper_process import ShaperProcess
 from fedbw.errors import ConfigError, RunError
 from fedbw.processes import Child, Supervisor
@@ -64,50 +62,6 @@ T = TypeVar("T")
 def client_host(client_id: int) -> str:
     """The host of client ``client_id``."""
     return f"client-{client_id}"
-
-
-# -------------------------------------------------------------------------------------------- TLS
-
-
-@dataclass(frozen=True)
-class TlsFiles:
-    """A CA certificate and the server's certificate and key it signed (PEM files)."""
-
-    ca: Path
-    cert: Path
-    key: Path
-
-
-def make_tls(directory: Path, addresses: Sequence[str]) -> TlsFiles:
-    """A throw-away CA and a server certificate for ``addresses`` (IP subject-alternative names) in
-    ``directory``; what a person does with openssl for a real deployment (docs/multi-host.md)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    directory.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
-    start, end = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fedbw emulate CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    names = [x509.DNSName("localhost"), *(x509.IPAddress(ipaddress.ip_address(a)) for a in addresses)]
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fedbw superlink")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(start).not_valid_after(end)
-            .add_extension(x509.SubjectAlternativeName(names), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    files = TlsFiles(directory / "ca.pem", directory / "server.pem", directory / "server.key")
-    files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    files.key.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                            serialization.NoEncryption()))
-    return files
 
 
 # --------------------------------------------------------------------------- a thread on another host
@@ -149,10 +103,12 @@ class NetnsHosts:
     """emulate on separate network hosts of this machine: the server on one, each client on its own.
 
     ``tls``: the SuperLink serves TLS with a certificate from a CA made for the run (on by default, as
-    in a real deployment). ``subnet``: the hosts' private /24 (``<subnet>.1`` is the server)."""
+    in a real deployment). ``supernode_auth``: SuperNode authentication (:mod:`.flower`), which needs
+    ``tls``. ``subnet``: the hosts' private /24 (``<subnet>.1`` is the server)."""
 
     tls: bool = True
     subnet: str = "10.232.0"
+    supernode_auth: bool = False
 
     def open(self, stack: contextlib.ExitStack, client_ids: Sequence[int], workdir: Path,
              server_link: Any = None) -> HostFederation:
@@ -162,6 +118,8 @@ class NetnsHosts:
         client's uploads share its downlink, every download its uplink (rates only; no latency)."""
         if (why := netns.unavailable()) is not None:
             raise ConfigError(f"emulate across hosts needs network namespaces: {why}")
+        if self.supernode_auth and (why := supernode_auth_error(self.tls)) is not None:
+            raise ConfigError(why)
         net = netns.HostNetwork([SERVER_HOST, *(client_host(c) for c in client_ids)], subnet=self.subnet)
         stack.enter_context(net)
         if server_link is not None:
@@ -170,16 +128,18 @@ class NetnsHosts:
         tls = make_tls(workdir / "tls", [LOOPBACK, net.address(SERVER_HOST)]) if self.tls else None
         server = NamespaceThread(net.ns(SERVER_HOST))
         stack.callback(server.close)
-        return HostFederation(net, tls, server)
+        return HostFederation(net, tls, server, self.supernode_auth)
 
 
 @dataclass
 class HostFederation:
-    """The hosts of one run: the network, the TLS files (None: insecure), a thread on the server host."""
+    """The hosts of one run: the network, the TLS files (None: insecure), a thread on the server host,
+    whether SuperNodes authenticate."""
 
     net: netns.HostNetwork
     tls: TlsFiles | None
     server: NamespaceThread
+    supernode_auth: bool = False
 
     @property
     def server_address(self) -> str:
@@ -193,9 +153,6 @@ class HostFederation:
         """One shaper per client host, in front of its SuperNode (``links``: client id → LinkSpec)."""
         return HostShapers(sup, workdir, self, links, superlink_port, **kwargs)
 
-    def client_tls_args(self) -> list[str]:
-        return ["--insecure"] if self.tls is None else ["--root-certificates", str(self.tls.ca)]
-
 
 class HostsDeployment(FlowerDeployment):
     """:class:`FlowerDeployment` with the SuperLink (and the ``flwr`` CLI) on the server host and each
@@ -203,15 +160,12 @@ class HostsDeployment(FlowerDeployment):
 
     def __init__(self, sup: Supervisor, workdir: Path, env_extra: Mapping[str, str] | None,
                  hosts: HostFederation) -> None:
-        super().__init__(sup, workdir, env_extra)
+        super().__init__(sup, workdir, env_extra, tls=hosts.tls, supernode_auth=hosts.supernode_auth)
         self.hosts = hosts
 
     def start_superlink(self, port: int = 0, cpu_group: Any = None) -> int:
         port = port or SUPERLINK_PORT
-        tls = self.hosts.tls
-        security = (["--insecure"] if tls is None else
-                    ["--ssl-ca-certfile", str(tls.ca), "--ssl-certfile", str(tls.cert), "--ssl-keyfile", str(tls.key)])
-        argv = [_script("flower-superlink"), *security, "--host", "0.0.0.0", "--port", str(port),
+        argv = [_script("flower-superlink"), *self.superlink_security_args(), "--host", "0.0.0.0", "--port", str(port),
                 "--disable-runtime-dependency-installation"]
         child = self.sup.start("superlink", self.hosts.net.argv(SERVER_HOST, argv), self.env,
                                self.logs / "superlink.log", nice=self.nice, wave=0)
@@ -223,37 +177,23 @@ class HostsDeployment(FlowerDeployment):
         time.sleep(0.3)
         self.sup.check()
         self._write_connection(port)
-        self._control = self._control_client(port)
         return port
 
-    def _control_client(self, port: int) -> Any:
-        from flwr.supercore.control import ControlHttpClient
-        from flwr.supercore.interceptors.http.runtime_version import RuntimeVersionHttpInterceptor
-
-        tls = self.hosts.tls
-        return ControlHttpClient.from_server_address(
-            server_address=f"{LOOPBACK}:{port}", insecure=tls is None,
-            root_certificates=None if tls is None else tls.ca.read_bytes(),
-            interceptors=[RuntimeVersionHttpInterceptor(component_name="flwr CLI")])
+    def _control_call(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(control client)`` on the thread inside the server host (the SuperLink's 127.0.0.1)."""
+        return self.hosts.server.call(fn, self._control_client())
 
     def start_supernode(self, name: str, superlink_port: int, node_config: Mapping[str, Any],
                         on_line: Callable[[Child, Any], None] | None = None, cpu_group: Any = None) -> Child:
         """SuperNode ``name`` (= its host, ``client-<id>``) dialling its host's shaper at ``superlink_port``."""
         cfg = " ".join(f"{k}={format_value(v)}" for k, v in node_config.items())
-        argv = [_script("flower-supernode"), *self.hosts.client_tls_args(), "--superlink", f"{LOOPBACK}:{superlink_port}",
-                "--port", str(SUPERNODE_PORT), "--node-config", cfg]
+        argv = [_script("flower-supernode"), *self.supernode_security_args(name), "--superlink",
+                f"{LOOPBACK}:{superlink_port}", "--port", str(SUPERNODE_PORT), "--node-config", cfg]
         child = self.sup.start(name, self.hosts.net.argv(name, argv), self.env, self.logs / f"{name}.log",
                                on_line=on_line, nice=self.nice)
         _place(child, cpu_group)
         self.supernodes[name] = child
         return child
-
-    def _write_connection(self, port: int) -> None:
-        tls = self.hosts.tls
-        security = "insecure = true\n" if tls is None else f"root-certificates = {format_value(str(tls.ca))}\n"
-        (Path(self.env["FLWR_HOME"]) / "config.toml").write_text(
-            f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
-            f'address = "{LOOPBACK}:{port}"\n{security}', encoding="utf-8")
 
     def _flwr(self, *args: str, timeout_s: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
         """The ``flwr`` CLI on the server host."""
@@ -263,9 +203,6 @@ class HostsDeployment(FlowerDeployment):
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise RunError(f"`flwr {' '.join(args)}` did not return within {timeout_s:.0f} s") from None
-
-    def status(self, run_id: int) -> Any:
-        return self.hosts.server.call(super().status, run_id)
 
 
 class _OnHost:
@@ -332,3 +269,9 @@ def hosts_option(text: str) -> NetnsHosts | None:
         raise ConfigError(f'--hosts must be "loopback" or "netns" (a network host per process group, '
                           f'root needed), got {text!r}')
     return NetnsHosts() if value == "netns" else None
+
+
+def hosts_for(hosts: str) -> NetnsHosts | None:
+    """``[emulate] hosts`` (checked by the config) as the layout ``emulate_app`` takes: None on
+    loopback, else network hosts (always TLS)."""
+    return NetnsHosts() if hosts == "netns" else None

@@ -3,6 +3,8 @@
 The plan gives every client its link and faults (:mod:`.clients`); the apps get the serialized plan
 through their run config (:mod:`.fedbw_app`); rounds become records as they end (:mod:`.recorder`);
 ``emulate.json`` keeps what records do not hold (start-up, memory, every message's parts).
+``[emulate] hosts``, ``tls`` and ``supernode_auth`` choose where the processes run and how they trust
+each other (:mod:`.hosts`, :mod:`.flower`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from fedbw.engines.base import NoProgress, Progress, RunResult
 from fedbw.engines.emulate.clients import clients_for_plan, drops_for_plan
 from fedbw.engines.emulate.fedbw_app import write_fedbw_app
 from fedbw.engines.emulate.federation import LOGS_DIR, EmulationResult, emulate_app, resolve_dilation
+from fedbw.engines.emulate.hosts import hosts_for
 from fedbw.engines.emulate.recorder import RoundRecorder
 from fedbw.errors import RunError
 from fedbw.fl.settings import EVENTS_FILE, PLAN_ENV, write_plan_file
@@ -48,7 +51,9 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
         res = emulate_app(app_dir, clients, drops=drops_for_plan(plan), timeout_s=cfg.emulate.timeout_s,
                           logs_to=(run_dir / LOGS_DIR) if cfg.emulate.keep_logs else None, tick=recorder.on_tick,
                           env_extra={PLAN_ENV: str(plan_path)}, shared_link=server_shaper_spec(cfg.server.link),
-                          dilation=resolve_dilation(cfg.emulate.dilation, len(clients)), cap_cpu=cfg.emulate.cap_cpu)
+                          dilation=resolve_dilation(cfg.emulate.dilation, len(clients)), cap_cpu=cfg.emulate.cap_cpu,
+                          hosts=hosts_for(cfg.emulate.hosts), tls=cfg.emulate.tls,
+                          supernode_auth=cfg.emulate.supernode_auth)
         dropped[:] = res.dropped
         done = res
         recorder.consume(lambda: done.messages)

@@ -6,7 +6,6 @@ message and polls every 3 s), 41–56 s for the dropout run, 12–25 s for the C
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 
 from fedbw.config import config_from_dict
 from fedbw.engines.emulate import DropFault, run_app
+from fedbw.processes.census import mark_this_process, marked_pids
 from fedbw.netmodel.payload import SECAGG_STAGES
 from fedbw.results.records import load_records
 from fedbw.runner import run_experiment
@@ -27,19 +27,22 @@ FIXTURE_APP = Path(__file__).parent.parent / "fixtures" / "numpy_app"
 WORKDIR_PREFIX = "fedbw-emulate-"
 
 
+#: This test process's census mark: every process an emulate run here starts inherits it, so other
+#: runs on the host (a benchmark, a second test session) are not counted as this test's leftovers.
+MARK = mark_this_process()
+
+
 def _emulate_processes() -> list[int]:
-    """Live processes whose FLWR_HOME is an emulate work directory (SuperLink, SuperNodes, SuperExec, apps)."""
+    """Live processes this test session started whose FLWR_HOME is an emulate work directory
+    (SuperLink, SuperNodes, SuperExec, apps), wherever they were re-parented."""
+    needle = f"FLWR_HOME={tempfile.gettempdir()}/{WORKDIR_PREFIX}".encode()
     pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
+    for pid in marked_pids(MARK):
         try:
-            env = (entry / "environ").read_bytes()
-            stat = (entry / "stat").read_text()
+            if needle in Path(f"/proc/{pid}/environ").read_bytes():
+                pids.append(pid)
         except OSError:
             continue
-        if f"FLWR_HOME={tempfile.gettempdir()}/{WORKDIR_PREFIX}".encode() in env and stat[stat.rfind(")") + 2] != "Z":
-            pids.append(int(entry.name))
     return pids
 
 

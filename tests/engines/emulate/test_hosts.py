@@ -228,3 +228,31 @@ def test_a_failed_run_across_hosts_leaves_no_namespace_or_process(tmp_path: Path
         run_app(FIXTURE_APP, 3, "home-30", rounds=2, out_dir=tmp_path / "run", timeout_s=1.0, hosts=NetnsHosts())
     assert set(netns.namespaces()) == before
     assert not _processes_across_hosts(psutil)
+
+
+@pytest.mark.slow
+@needs_netns
+def test_hosts_from_the_config_with_supernode_authentication(tmp_path: Path) -> None:
+    """`[emulate] hosts = "netns"` and `supernode_auth = true` in a config: fedbw's own apps across hosts,
+    each SuperNode's key registered through the server host's Control API before it connects."""
+    from fedbw.config import config_from_dict
+    from fedbw.runner import run_experiment
+
+    before = set(netns.namespaces())
+    cfg = config_from_dict({
+        "name": "hosts-auth", "engine": "emulate", "seed": 0, "output_dir": str(tmp_path),
+        "clients": {"total": 2, "per_round": 2, "compute": "synthetic"}, "training": {"rounds": 1},
+        "network": {"profile": "home-80"}, "emulate": {"hosts": "netns", "supernode_auth": True}})
+    result = run_experiment(cfg)
+    assert set(netns.namespaces()) == before, "namespaces left behind"
+    assert [r.round for r in result.rounds] == [1] and sorted(c.client_id for c in result.clients) == [0, 1]
+    superlink = (result.run_dir / "emulate-logs/superlink.log").read_text()
+    assert "Uvicorn running on https://0.0.0.0:9092" in superlink  # on the server host, TLS
+    assert "SuperNode authentication is disabled" not in superlink
+    registered = re.findall(r"\[ControlServicer\.RegisterNode\] Created node_id=(\d+)", superlink)
+    activated = re.findall(r"\[Fleet\.ActivateNode\] Activated node_id=(\d+)", superlink)
+    assert len(set(registered)) == 2 and sorted(activated) == sorted(registered)
+    subnet = NetnsHosts().subnet
+    assert {f"{subnet}.{i}" for i in (2, 3)} <= set(re.findall(rf"({subnet}\.\d+):\d+", superlink))
+    resolved = json.loads((result.run_dir / "resolved_config.json").read_text())
+    assert resolved["emulate"]["hosts"] == "netns" and resolved["emulate"]["supernode_auth"] is True

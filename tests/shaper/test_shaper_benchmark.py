@@ -1,0 +1,73 @@
+"""benchmarks/shaper.py's bookkeeping: quanta to compare, the proxy's kernel counts, the medians it writes."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def _bench() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "shaper.py"
+    spec = importlib.util.spec_from_file_location("fedbw_bench_shaper", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+
+
+def test_also_quantum_ms_parses_and_rejects_with_one_line() -> None:
+    assert bench._quanta("") == []
+    assert bench._quanta("8, 10") == [8.0, 10.0]
+    with pytest.raises(SystemExit, match="'ten' is not a number of ms"):
+        bench._quanta("8,ten")
+    with pytest.raises(SystemExit, match=r"must be in \(0, 1000\] ms"):
+        bench._quanta("0")
+
+
+class _Done:
+    """A `perf stat` process that has already exited."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
+def test_perf_counts_are_read_per_second(tmp_path) -> None:
+    csv = tmp_path / "perf.csv"
+    csv.write_text("# started on Tue Dec  1\n\n"
+                   "900,,context-switches,8000000,100.00,,\n"
+                   "4500,,raw_syscalls:sys_enter,8000000,100.00,,\n"
+                   "<not counted>,,syscalls:sys_enter_writev,0,0.00,,\n"
+                   "1800,,syscalls:sys_enter_write,8000000,100.00,,\n")
+    counts = bench._finish_counts((_Done(), csv), 9.0)
+    assert counts == {"context_switches": 100.0, "syscalls": 500.0, "write": 200.0}
+    assert bench._finish_counts((_Done(), tmp_path / "missing.csv"), 9.0) is None
+
+
+def _row(tree: str, cpu: float, **extra: object) -> dict[str, object]:
+    return {"mode": "proxy", "rate": 30, "clients": 32, "shaper_tree": tree, "cpu_pct_core": cpu,
+            "goodput_pct_median": 100.0, "window_pct_min": 99.0, "window_pct_max": 101.0, "loadavg_1m": 1.0,
+            **extra}
+
+
+def test_medians_split_user_and_system_time_and_keep_old_rows() -> None:
+    rows = [_row("current", 40.0, cpu_user_pct_core=22.0, cpu_sys_pct_core=18.0,
+                 proxy_events_per_s={"write": 6000.0}),
+            _row("current", 44.0, cpu_user_pct_core=24.0, cpu_sys_pct_core=20.0,
+                 proxy_events_per_s={"write": 6400.0}),
+            _row("current", 42.0),  # a row without the split (an older tree's benchmark, or no perf)
+            _row("current-q10ms", 30.0)]
+    medians = {m["shaper_tree"]: m for m in bench._cpu_medians(rows)}
+    cur = medians["current"]
+    assert cur["trials"] == 3 and cur["cpu_pct_core_median"] == 42.0
+    assert cur["cpu_user_pct_core_median"] == 23.0 and cur["cpu_sys_pct_core_median"] == 19.0
+    assert cur["events_per_s_median"] == {"write": 6200.0}
+    q10 = medians["current-q10ms"]
+    assert q10["cpu_user_pct_core_median"] is None and q10["events_per_s_median"] == {}
