@@ -199,24 +199,19 @@ def test_three_client_hosts_two_rounds_match_a_single_host_emulate(tmp_path: Pat
         off[kind] = (measured - model) / model
         assert model >= 1.0
     assert abs(off["hosts"]) <= abs(off["single"]) + 0.02, off
-    # whole rounds: their link and compute part within the target for whole rounds (10 %); the whole
-    # round within it plus one SuperNode poll (3 s): an idle SuperNode's first pull has a random phase
-    # in each run, and a 10 s round on Flower's 3 s poll grid moves by a whole poll with it (two quiet
-    # runs of this test: +20 % and -10 % in round 1 with the same links)
+    # whole rounds within the target for whole rounds (10 %) plus one SuperNode poll (3 s): an idle
+    # SuperNode's first pull has a random phase in each run, and a 10-13 s round on Flower's 3 s poll
+    # grid moves with it (quiet host, 2026-12-01: round 1 12.7 vs 10.6 s in one run, round 2 11.3 vs
+    # 12.9 s in the next, the other round within 1 % each time)
     from fedbw.netmodel.flower import FlowerCosts
 
     poll_s = FlowerCosts().supernode_idle_poll_s
     m_rounds, s_rounds = _round_rows(multi), _round_rows(single)
     assert [r["round"] for r in m_rounds] == [r["round"] for r in s_rounds] == [1, 2]
-    assert not _processes_across_hosts(psutil), "processes left behind"
-    off_rounds = []
     for m, s in zip(m_rounds, s_rounds):
-        m_net, s_net = m["round_time_s"] - m["framework_time_s"], s["round_time_s"] - s["framework_time_s"]
-        if abs(m_net / s_net - 1) > 0.10 or abs(m["round_time_s"] - s["round_time_s"]) > 0.10 * s["round_time_s"] + poll_s:
-            off_rounds.append(f"round {m['round']}: {m['round_time_s']:.2f} s across hosts, {s['round_time_s']:.2f} s "
-                              f"on one (net of framework time {m_net:.2f} s, {s_net:.2f} s)")
-    if off_rounds:  # known, measured, not explained yet (docs/multi-host.md): the run's other checks held
-        pytest.xfail("whole rounds across hosts differ from one host beyond 10 % + one poll: " + "; ".join(off_rounds))
+        assert abs(m["round_time_s"] - s["round_time_s"]) <= 0.10 * s["round_time_s"] + poll_s, (
+            m["round"], m["round_time_s"], s["round_time_s"])
+    assert not _processes_across_hosts(psutil), "processes left behind"
 
 
 def _processes_across_hosts(psutil) -> list:
