@@ -25,7 +25,7 @@ def test_simulate_scale_shows_time_memory_cpu_and_fedbws_share() -> None:
                         "date": "2026-12-01 13:00 UTC", "machine": "x86_64, 2 cores"}}
     text = simulate_scale_markdown(data)
     assert "1,000 of 10,000" in text and "20.00 s" in text and "16.00 s" in text and "20.0 ms" in text
-    assert "3.00 (1.00 / 1.50 / 0.50)" in text and "61 / 120 / 9" in text
+    assert "3.00 (1.00 / 2.00)" in text and "61 / 129" in text  # Ray: its actors and its own processes
     assert "20 % of the steady round" in text and "2026-12-01 13:00 UTC" in text
 
 
