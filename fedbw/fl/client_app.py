@@ -18,11 +18,10 @@ from flwr.app import ArrayRecord, Context
 from flwr.client import Client, ClientApp, NumPyClient
 
 from fedbw.fl.measure import report_compute
-from fedbw.fl.settings import AppSettings, settings_for
+from fedbw.fl.settings import THREADS_ENV, AppSettings, settings_for
 from fedbw.fl.wiring import fedbw_mod
 
 #: Environment knob the engine sets: torch threads per ClientApp process (Ray actors share 2 cores).
-THREADS_ENV = "FEDBW_TORCH_THREADS"
 BUFFERS_STATE = "fedbw.buffers"
 PARTITION_ID = "partition-id"
 

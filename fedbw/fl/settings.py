@@ -24,6 +24,8 @@ from fedbw.plan import Plan
 PLAN_KEY = "fedbw-plan"
 #: Environment fallback for the same path.
 PLAN_ENV = "FEDBW_PLAN"
+#: torch threads for fedbw's ClientApps (simulate: the CPUs Ray gives each client; emulate under caps: one)
+THREADS_ENV = "FEDBW_TORCH_THREADS"
 PLAN_FILE = "plan.json"
 EVENTS_FILE = "events.jsonl"
 

@@ -37,6 +37,7 @@ from fedbw.engines.emulate.shaper_process import ShaperProcess
 from fedbw.engines.emulate.supernode_log import MessageSpan, is_receiving, message_group, parse_supernode_log
 from fedbw.engines.foreign_app import check_app_dir
 from fedbw.errors import ConfigError, RunError
+from fedbw.fl.settings import THREADS_ENV
 from fedbw.processes import Child, LogLine, Supervisor
 from fedbw.processes.cpu_cap import CpuCaps, CpuGroup, cgroup_root
 from fedbw.shaper.link import ClientRoute
@@ -328,7 +329,7 @@ SERVER_CORES = 2.0
 #: Under caps every device is about one core of this host: its compute libraries get one thread.
 #: OpenMP's default (a thread per host core) would spin-wait inside a cap of 1/K of a core and burn the
 #: quota it waits for (simulate trains with the threads Ray gives each client).
-CAPPED_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "FEDBW_TORCH_THREADS": "1"}
+CAPPED_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", THREADS_ENV: "1"}
 
 
 def resolve_dilation(value: float | str, clients: int, cores: int | None = None) -> float:

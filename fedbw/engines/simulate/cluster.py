@@ -73,8 +73,7 @@ def actors_per_node(nodes: list[dict[str, Any]], resources: dict[str, float]) ->
 
 def worker_env(plan_name: str, torch_threads: int) -> dict[str, str]:
     """Environment of every ClientApp worker on the cluster (its raylet's, plus these)."""
-    from fedbw.fl.client_app import THREADS_ENV
-    from fedbw.fl.settings import PLAN_ENV
+    from fedbw.fl.settings import PLAN_ENV, THREADS_ENV
 
     pythonpath = os.pathsep.join([p for p in sys.path if p] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     return {PLAN_ENV: plan_name, THREADS_ENV: str(torch_threads), "PYTHONPATH": pythonpath,
