@@ -49,12 +49,19 @@ SCALE_CONFIG: dict[str, Any] = {
 
 #: ``--reuse DIR``: finished run directories of an earlier, interrupted run of this benchmark.
 REUSE: list[Path] = []
+#: The runs taken from ``--reuse`` directories instead of run again: (config name, engine, run directory
+#: name, which holds the time the run started); the report says which numbers are older than its date.
+REUSED: list[dict[str, str]] = []
 
 
 def run(cfg_dict: dict[str, Any], engine: str, out: Path) -> Any:
     cfg = config_from_dict({**cfg_dict, "engine": engine, "output_dir": str(out)})
     t0 = time.perf_counter()
-    result = _reused(cfg) or run_experiment(cfg)
+    result = _reused(cfg)
+    if result is not None:
+        _note_reused(cfg.name, engine, Path(result.run_dir))
+    else:
+        result = run_experiment(cfg)
     print(f"  {engine}: {len(result.rounds)} round(s) in {time.perf_counter() - t0:.1f} s → {result.run_dir}",
           flush=True)
     return result
@@ -126,8 +133,11 @@ def summarize(transfers: list[dict[str, Any]]) -> dict[str, Any]:
             "link_limited_max_abs_error": max(lim, default=None)}
 
 
-def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool, dilation: str) -> dict[str, Any]:
-    """Round times of the three engines (and of the two app paths) on the same federation."""
+def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool, dilation: str,
+               app_rounds: int | None = None) -> dict[str, Any]:
+    """Round times of the three engines (and of the two app paths, ``app_rounds`` each) on the same
+    federation. Flower's poll grids move a quickstart round by seconds from one round to the next, so
+    more rounds average that out where a round is short."""
     from fedbw.calibration.file import default_calibration
     from fedbw.engines.emulate import run_app
     from fedbw.engines.simulate.foreign import simulate_app
@@ -144,13 +154,16 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
     apps: list[dict[str, Any]] = []
     if not skip_apps:
         for n in [n for n in clients_list if n >= APP_MIN_NODES]:
-            sim = simulate_app(QUICKSTART_APP, n, "home-30", rounds=rounds, out_dir=out / f"app-sim-{n}")
-            emu = run_app(QUICKSTART_APP, n, "home-30", rounds=rounds, out_dir=out / f"app-emu-{n}",
-                          dilation="auto" if dilation == "auto" else float(dilation))
+            r = app_rounds or rounds
+            sim = _reused_app(f"app-sim-{n}", "simulate --app", r) or simulate_app(
+                QUICKSTART_APP, n, "home-30", rounds=r, out_dir=out / f"app-sim-{n}")
+            emu = _reused_app(f"app-emu-{n}", "emulate --app", r) or run_app(
+                QUICKSTART_APP, n, "home-30", rounds=r, out_dir=out / f"app-emu-{n}",
+                dilation="auto" if dilation == "auto" else float(dilation))
             apps.append(case_row("message-API quickstart app", n, {"simulate": sim.rounds, "emulate": emu.rounds}))
     bound = server_bound(out)
     return {"cases": cases, "apps": apps, "server_bound": bound, "emulate_dilation": dilation,
-            "calibration": default_calibration().provenance}
+            "calibration": default_calibration().provenance, "reused": list(REUSED)}
 
 
 def case_row(name: str, n: int, rounds_by_engine: dict[str, list[Any]]) -> dict[str, Any]:
@@ -287,7 +300,7 @@ def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
     for v in study.variants:
         cfg = config_to_dict(v.config)
         emu = run({**cfg, "name": f"privacy-{v.name}", "emulate": {"dilation": k},
-                   "network": {**cfg["network"], "profile": profile}}, "emulate", out)
+                   "network": {**cfg["network"], "profile": profile, "mix": None}}, "emulate", out)
         sim = next(r for r in res.rows if r.variant == v.name and r.profile == profile)
         steady = [r for r in emu.rounds if r.round >= 2] or emu.rounds
         e_round = statistics.mean(r.round_time_s for r in steady) if steady else None
@@ -306,6 +319,32 @@ def machine() -> str:
     import os
 
     return f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}"
+
+
+def _note_reused(name: str, engine: str, run_dir: Path) -> None:
+    try:
+        started = json.loads((run_dir / "environment.json").read_text())["created_utc"]
+    except (OSError, ValueError, KeyError):
+        started = None
+    REUSED.append({"name": name, "engine": engine, "run_dir": run_dir.name, "started_utc": started})
+
+
+def _reused_app(dir_name: str, engine: str, rounds: int) -> Any:
+    """A finished ``simulate --app`` / ``emulate --app`` run of this benchmark in a ``--reuse`` directory
+    (``app-sim-N`` / ``app-emu-N``: N clients, the fixture app, home-30) with ``rounds`` rounds."""
+    from types import SimpleNamespace
+
+    from fedbw.results.records import load_records
+
+    for base in REUSE:
+        try:
+            clients, rounds_done = load_records(base / dir_name)
+        except (OSError, ValueError, FedbwError):  # not there, or not finished
+            continue
+        if len(rounds_done) == rounds:
+            _note_reused(dir_name, engine, base / dir_name)
+            return SimpleNamespace(rounds=rounds_done, clients=clients, run_dir=base / dir_name)
+    return None
 
 
 def _reused(cfg: Any) -> Any:
@@ -337,6 +376,8 @@ def main() -> None:
     ap.add_argument("--dilations", default="1,auto", help="emulation: dilations to run, comma-separated (K or auto)")
     ap.add_argument("--dilation", default="auto", help="deployment, privacy, scale: emulate's dilation (K or auto)")
     ap.add_argument("--skip-apps", action="store_true", help="deployment: skip simulate/emulate --app")
+    ap.add_argument("--app-rounds", type=int, default=None,
+                    help="deployment: rounds of simulate/emulate --app (default: --rounds)")
     ap.add_argument("--scale-clients", type=int, default=16)
     ap.add_argument("--link-params", type=int, default=4_000_000, help="float32 parameters of the link check's app")
     ap.add_argument("--reuse", type=Path, action="append", default=[],
@@ -354,7 +395,7 @@ def main() -> None:
     print(f"runs in {out} (resume an interrupted benchmark with --reuse {out})", flush=True)
     if args.case == "deployment":
         report.update(deployment(out, args.rounds, [int(c) for c in (args.clients or "1,2").split(",")],
-                                 args.skip_apps, args.dilation))
+                                 args.skip_apps, args.dilation, args.app_rounds))
     elif args.case == "emulation":
         report.update(emulation(out, args.rounds, [int(c) for c in (args.clients or "2,4,8").split(",")],
                                 args.dilations.split(",")))

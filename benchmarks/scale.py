@@ -146,24 +146,36 @@ def sim_case(per_round: int, rounds: int, bare: bool) -> dict[str, Any]:
     return out
 
 
-def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000)) -> dict[str, Any]:
+def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5) -> dict[str, Any]:
+    """Plan + engine at each size, ``repeats`` times side by side (this VM's speed drifts by up to 2× within
+    minutes): the row is the median run by wall time, with every run's total beside it."""
     rows = []
     for n in per_rounds:
-        cfg = sim_config(n, 1, total=2 * n, engine="estimate")
-        w0, c0 = time.perf_counter(), time.process_time()
-        plan = build_plan(cfg)
-        w1, c1 = time.perf_counter(), time.process_time()
-        result = run_estimate(plan, f"scale-estimate-{n}")
+        runs = []
+        for _ in range(repeats):
+            cfg = sim_config(n, 1, total=2 * n, engine="estimate")
+            w0, c0 = time.perf_counter(), time.process_time()
+            plan = build_plan(cfg)
+            w1, c1 = time.perf_counter(), time.process_time()
+            result = run_estimate(plan, f"scale-estimate-{n}")
+            w2, c2 = time.perf_counter(), time.process_time()
+            runs.append({"plan_wall_s": w1 - w0, "plan_cpu_s": c1 - c0, "estimate_wall_s": w2 - w1,
+                         "estimate_cpu_s": c2 - c1, "round_time_s": result.rounds[0].round_time_s,
+                         "load_average": os.getloadavg()[0]})
+            del plan
+        totals = [r["plan_wall_s"] + r["estimate_wall_s"] for r in runs]
+        row = {"clients_per_round": n, "clients_total": 2 * n,
+               **sorted(runs, key=lambda r: r["plan_wall_s"] + r["estimate_wall_s"])[len(runs) // 2],
+               "repeats": repeats, "total_wall_s_runs": totals}
         w2, c2 = time.perf_counter(), time.process_time()
         with tempfile.TemporaryDirectory() as tmp, RecordWriter(Path(tmp) / "records.jsonl") as writer:
             writer.write([*result.clients, *result.rounds])  # what `fedbw run` adds: records.jsonl
         w3, c3 = time.perf_counter(), time.process_time()
-        rows.append({"clients_per_round": n, "clients_total": 2 * n, "plan_wall_s": w1 - w0, "plan_cpu_s": c1 - c0,
-                     "estimate_wall_s": w2 - w1, "estimate_cpu_s": c2 - c1, "records_write_wall_s": w3 - w2,
-                     "records_write_cpu_s": c3 - c2,
-                     "round_time_s": result.rounds[0].round_time_s, "load_average": os.getloadavg()[0]})
-        print(f"estimate {n:,}/round: plan {w1 - w0:.2f} s, engine {w2 - w1:.2f} s wall "
-              f"({c1 - c0:.2f} + {c2 - c1:.2f} s CPU); records.jsonl {c3 - c2:.2f} s CPU", flush=True)
+        row.update(records_write_wall_s=w3 - w2, records_write_cpu_s=c3 - c2)
+        rows.append(row)
+        print(f"estimate {n:,}/round: plan {row['plan_wall_s']:.2f} s, engine {row['estimate_wall_s']:.2f} s wall "
+              f"(median of {repeats}; totals {', '.join(f'{t:.2f}' for t in totals)}); "
+              f"records.jsonl {c3 - c2:.2f} s CPU", flush=True)
     return {"rows": rows}
 
 

@@ -74,3 +74,26 @@ def test_the_shaper_targets_follow_the_data(tmp_path: Path) -> None:
     assert "| CPU ≤ 6 % of a core per 80 Mbps link | 4.0 % (1 × 80, incl. the probe link) | met |" in text
     assert "| CPU ≤ 25 % for 32 × 30 Mbps | 31.0 % | **missed** |" in text
     assert "1 of 2 rows" in text and "| 80 | 1 | 100.00 |" in TABLES["shaper.accuracy"](root)
+
+
+def test_the_deployment_table_says_which_runs_were_reused_and_when(tmp_path: Path) -> None:
+    from fedbw.report.doc_blocks import TABLES
+
+    engines = {e: {"round_s": [10.0, 10.0], "comm_s": [1.0, 1.0], "compute_s": [0.5, 0.5], "framework_s": [8.5, 8.5],
+                   "steady_round_s": s, "vs_emulate": s / 10.0 - 1} for e, s in
+               (("estimate", 9.5), ("simulate", 10.5), ("emulate", 10.0))}
+    data = {"cases": [{"case": "c", "clients": 1, "engines": engines}], "date": "2026-12-01 19:03 UTC",
+            "machine": "test box", "calibration": {"created_utc": "T", "machine": "M"}}
+    fresh = TABLES["fidelity.deployment"](_result(tmp_path / "a", "agreement-deployment.json", data))
+    assert "| c | 1 | 9.50 s | 10.50 s | 10.00 s | -5.0 % | +5.0 % |" in fresh and "Reused" not in fresh
+    assert "met — 2 of 2 within; the largest difference +5.0 % (c, 1 client(s), simulate)" in fresh
+    reused = [{"name": "c-1", "engine": "emulate", "run_dir": f"c-1-emulate-20261201-{t}"}
+              for t in ("181204", "183140")]
+    text = TABLES["fidelity.deployment"](_result(tmp_path / "b", "agreement-deployment.json",
+                                                 {**data, "reused": reused}))
+    assert "2 emulate run(s) started 18:12–18:31 UTC" in text and "read no calibration" in text
+    reused.append({"name": "app-sim-2", "engine": "simulate --app", "run_dir": "app-sim-2",
+                   "started_utc": "2026-12-01T19:07:36Z"})
+    text = TABLES["fidelity.deployment"](_result(tmp_path / "c", "agreement-deployment.json",
+                                                 {**data, "reused": reused}))
+    assert "1 simulate --app run(s) started 19:07 UTC" in text and "read no calibration" not in text

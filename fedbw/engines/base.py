@@ -8,8 +8,7 @@ from typing import Callable, Protocol
 
 from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan
-from fedbw.results.records import (ClientRoundRecord, RoundRecord, StageRecord, engine_client_record,
-                                   engine_stage_record)
+from fedbw.results.records import ClientRoundRecord, RoundRecord, engine_client_records
 
 
 class Progress(Protocol):
@@ -28,16 +27,9 @@ class RunResult:
 def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int, timeline: RoundTimeline,
                           **round_fields: object) -> tuple[list[ClientRoundRecord], RoundRecord]:
     """Client and round records for one round laid out by the network model."""
-    by_client: dict[int, list[StageRecord]] = {}
-    for t in timeline.timings:
-        stage = engine_stage_record(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s,
-                                    t.t_framework_s)
-        if (rows := by_client.get(t.client_id)) is None:
-            by_client[t.client_id] = [stage]
-        else:
-            rows.append(stage)
-    clients = [engine_client_record(run_id, engine, round_index, cid, plan.clients[cid].profile, stages)
-               for cid, stages in by_client.items()]
+    plan_clients = plan.clients
+    clients = engine_client_records(run_id, engine, round_index, timeline.timings,
+                                    lambda cid: plan_clients[cid].access.profile)
     extra = dict(round_fields.pop("extra", None) or {})  # type: ignore[arg-type]
     extra["framework"] = plan.config.framework
     if plan.costs is not None:

@@ -29,12 +29,13 @@ def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = 
     the round includes Flower's deployment costs; the shared server link always applies.
     """
     ids = plan.sampled_clients(round_index) if client_ids is None else client_ids
-    rows = []
-    for cid in ids:
-        client = plan.clients[cid]
-        rows.append((cid, link_of(cid) if link_of else client.link, client.est_compute_s))
+    clients = plan.clients
+    if link_of is None:
+        rows = [(cid, (c := clients[cid]).access.model(), c.est_compute_s) for cid in ids]
+    else:
+        rows = [(cid, link_of(cid), clients[cid].est_compute_s) for cid in ids]
     exchanges = plan.predicted_exchanges(round_index)
-    return round_timeline(rows, lambda cid: exchanges, deployment=clock, **plan.timeline_options())
+    return round_timeline(rows, exchanges, deployment=clock, **plan.timeline_options())
 
 
 def steady_timeline(plan: Plan, client_ids: list[int] | None = None,

@@ -164,11 +164,6 @@ class MessageTiming:
 
 
 @dataclass
-class _Node:
-    anchor_s: float | None = None  #: the pull right after its last reply (None: idle since it started)
-
-
-@dataclass
 class _Exchange:
     """A class of identical exchanges while a stage is laid out (absolute clock times): clients with the
     same message, link, CPU and poll grid get the same times up to the ServerApp's pulls, so each time is
@@ -178,7 +173,7 @@ class _Exchange:
     link: ClientLink
     anchor_s: float | None  #: the members' SuperNode poll anchor
     speed: float  #: client CPU relative to the calibration machine
-    nodes: list[_Node] = field(default_factory=list)  #: the members' SuperNodes
+    members: list[int] = field(default_factory=list)  #: the members' client ids
     t_pull: float = 0.0  #: the SuperNode's pull that finds the message starts
     t_down: float = 0.0  #: that pull to every object stored ("Received successfully")
     t_down_alone: float = 0.0
@@ -191,7 +186,7 @@ class _Exchange:
 
     @property
     def count(self) -> int:
-        return len(self.nodes)
+        return len(self.members)
 
     @property
     def t_received(self) -> float:
@@ -242,7 +237,8 @@ class DeploymentClock:
         self.costs, self.phase = costs, phase
         self.rng = random.Random(f"{seed}:flower-phases")
         self.t_s = 0.0
-        self.nodes: dict[int, _Node] = {}
+        #: each SuperNode's poll anchor: its pull right after its last reply (absent: idle since it started)
+        self.anchors: dict[int, float] = {}
 
     def _uniform(self, width_s: float) -> float:
         return width_s / 2 if self.phase == "expected" else self.rng.uniform(0.0, width_s)
@@ -260,26 +256,23 @@ class DeploymentClock:
         """The stage's classes of identical exchanges, in the order of their first member, and each
         message's class. With sampled phases every exchange draws its own: no two are alike."""
         classes: list[_Exchange] = []
-        members: list[list[_Node]] = []  # each class's nodes (the same lists as the classes' ``nodes``)
+        members: list[list[int]] = []  # each class's client ids (the same lists as the classes' ``members``)
         class_of: list[int] = []
         index: dict[tuple[object, ...], int] = {}
-        nodes, grouped = self.nodes, self.phase == "expected"
-        node_of, speed_of = nodes.get, client_cpu.get  # once per client: local names save the lookups
+        grouped = self.phase == "expected"
+        anchor_of, speed_of = self.anchors.get, client_cpu.get  # once per client: local names save the lookups
         for m in messages:
             cid = m[0]
-            node = node_of(cid)
-            if node is None:
-                node = nodes[cid] = _Node()
-            link, speed = links[cid], speed_of(cid, 1.0)
-            key = (m[1:], id(link), speed, node.anchor_s)  # the links live through the call: ids are theirs
+            link, speed, anchor = links[cid], speed_of(cid, 1.0), anchor_of(cid)
+            key = (m[1:], id(link), speed, anchor)  # the links live through the call: ids are theirs
             j = index.get(key, -1) if grouped else -1
             if j < 0:
                 j = len(classes)
-                classes.append(_Exchange(m, link, node.anchor_s, speed))
-                members.append(classes[j].nodes)
+                classes.append(_Exchange(m, link, anchor, speed))
+                members.append(classes[j].members)
                 if grouped:
                     index[key] = j
-            members[j].append(node)
+            members[j].append(cid)
             class_of.append(j)
         return classes, class_of
 
@@ -290,7 +283,8 @@ class DeploymentClock:
         """Lay one stage on the clock: push, every client's exchange, the ServerApp's polls, aggregation.
 
         ``client_cpu[cid]`` / ``server_cpu`` divide the CPU costs (2.0 = twice as fast as the calibration
-        machine). ``server_extra_s`` is server work after the replies (e.g. SecAgg+ unmasking).
+        machine; a client absent from ``client_cpu`` is as fast as it). ``server_extra_s`` is server work
+        after the replies (e.g. SecAgg+ unmasking).
         """
         c = self.costs
         t0 = self.t_s
@@ -318,10 +312,9 @@ class DeploymentClock:
             e.t_sending = e.t_received + max(polls, 0) * c.reply_poll_s
         # 5. uploads share the server's downlink; each SuperNode pulls again at once after its reply
         self._transfer(ex, "up", server_down_bytes_per_s)
+        anchors = self.anchors
         for e in ex:
-            t_sent = e.t_sent
-            for node in e.nodes:
-                node.anchor_s = t_sent
+            anchors.update(dict.fromkeys(e.members, e.t_sent))
         # 6. the ServerApp polls from its push on; every reply in: aggregate
         replied = self._serverapp_polls(ex, class_of, t_pushed, server_cpu)
         t_last = max(replied)

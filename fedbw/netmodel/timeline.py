@@ -59,8 +59,18 @@ class ClientStageTiming(NamedTuple):
     t_compute_s: float
     t_up_s: float
     t_framework_s: float = 0.0  #: Flower's own time (polls, process start, app work besides training)
-    parts: Mapping[str, float] = NO_PARTS  #: t_framework_s split (FRAMEWORK_PARTS)
+    #: t_framework_s split (FRAMEWORK_PARTS) but for the ServerApp's poll: the parts the client's class of
+    #: identical exchanges shares (one mapping for them all, not one per client)
+    class_parts: Mapping[str, float] = NO_PARTS
     server_link_s: float = 0.0  #: of t_down_s + t_up_s, waiting for the shared server link
+    serverapp_poll_s: float = 0.0  #: of t_framework_s, the wait for the ServerApp's poll (the client's own)
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """t_framework_s split (FRAMEWORK_PARTS); empty without Flower's costs (links only)."""
+        if not self.class_parts:
+            return {}
+        return {**self.class_parts, "serverapp_poll_s": self.serverapp_poll_s}
 
     @property
     def t_total_s(self) -> float:
@@ -156,7 +166,7 @@ class RoundTimeline:
 
 
 def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
-                   exchanges_for: Callable[[int], Sequence[MessageSizes]], *,
+                   exchanges_for: Callable[[int], Sequence[MessageSizes]] | list[MessageSizes], *,
                    deployment: DeploymentClock | None = None, server: ServerLink = UNLIMITED,
                    client_cpu: Mapping[int, float] | None = None, server_cpu: float = 1.0,
                    server_extra_s: Callable[[str, int], float] | None = None,
@@ -164,13 +174,17 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
     """Lay out one round.
 
     ``clients`` holds (client_id, link, compute_s) for each sampled client; ``exchanges_for(cid)``
-    returns that client's stage messages (sizes may differ per client, e.g. measured bytes). With a
+    returns that client's stage messages (sizes may differ per client, e.g. measured bytes), or
+    ``exchanges_for`` is one list of messages for every client (estimate's). With a
     ``deployment`` clock the round includes Flower's costs and advances that clock; ``server`` is the
     shared server link; ``server_extra_s(stage, clients)`` adds server work after a stage (SecAgg+
     unmasking of that many clients' vectors).
     """
-    rows = [(cid, link, compute_s, ex if isinstance(ex := exchanges_for(cid), list) else list(ex))
-            for cid, link, compute_s in clients]  # one list may serve every client (estimate's): not copied
+    if isinstance(exchanges_for, list):  # one list for every client: shared, not copied
+        rows = [(cid, link, compute_s, exchanges_for) for cid, link, compute_s in clients]
+    else:
+        rows = [(cid, link, compute_s, ex if isinstance(ex := exchanges_for(cid), list) else list(ex))
+                for cid, link, compute_s in clients]
     if not rows:
         return RoundTimeline([])
     stages = [e.stage for e in rows[0][3]]
@@ -242,11 +256,16 @@ def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageS
         tails: dict[tuple[int, float], tuple[float, float, int, int, float, float]] = {}
         messages = []
         new = tuple.__new__  # StageMessage from its fields in order (one per client: keep it cheap)
+        last: tuple[object, float] | None = None
+        tail = ()
         for cid, _, compute_s, ex in items:
-            tail = tails.get((id(ex), compute_s))
-            if tail is None:
-                tail = tails[(id(ex), compute_s)] = (ex.bytes_down, ex.bytes_up, ex.objects_down, ex.objects_up,
-                                                     compute_s, ex.client_extra_s + (app_setup_s if ex.computes else 0.0))
+            if last is None or ex is not last[0] or compute_s != last[1]:  # most clients repeat their neighbour's
+                last = (ex, compute_s)
+                tail = tails.get((id(ex), compute_s))
+                if tail is None:
+                    tail = tails[(id(ex), compute_s)] = (ex.bytes_down, ex.bytes_up, ex.objects_down, ex.objects_up,
+                                                         compute_s,
+                                                         ex.client_extra_s + (app_setup_s if ex.computes else 0.0))
             messages.append(new(StageMessage, (cid, *tail)))
         st = clock.run_stage(stage, messages, {cid: link for cid, link, _, _ in items},
                              server_up_bytes_per_s=mbps_to_bytes_per_s(server.up_payload_mbps),
@@ -278,5 +297,5 @@ def _stage_timings(stage: str, st: StageTiming, items: Sequence[tuple[int, Clien
         parts, framework, t_sent, t_down, t_compute, t_up, waited = shared[j]
         poll = t_replied - t_sent
         out.append(new(ClientStageTiming, (cid, stage, ex.bytes_down, ex.bytes_up, t_down, t_compute, t_up,
-                                           framework + poll, {**parts, "serverapp_poll_s": poll}, waited)))
+                                           framework + poll, parts, waited, poll)))
     return out

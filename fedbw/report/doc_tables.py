@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import statistics
 from pathlib import Path
 from typing import Any
@@ -44,22 +46,61 @@ def deployment_markdown(data: dict[str, Any]) -> str:
     text = md_table(head, _engine_rows(data["cases"], engines), right={1, 2, 3, 4, 5, 6})
     cal = data.get("calibration", {})
     return (text + f"\nSteady rounds (2 and later) of each run, means; measured {data['date']} on {data['machine']}; "
-            f"Flower costs from the catalog's calibration ({cal.get('created_utc', '?')}, {cal.get('machine', '?')}).\n")
+            f"Flower costs from the catalog's calibration ({cal.get('created_utc', '?')}, {cal.get('machine', '?')})."
+            + _reused_note(data.get("reused") or []) + "\n\n" + _rounds_verdict(data["cases"]))
+
+
+#: issue 10: estimate's and simulate's whole rounds within 10 % of emulate's
+ROUND_TARGET = 0.10
+
+
+def _rounds_verdict(cases: list[dict[str, Any]]) -> str:
+    """The target line under a table of whole rounds: how many (case, engine) pairs are within it."""
+    errs = [(abs(v["vs_emulate"]), v["vs_emulate"], f"{c['case']}, {c['clients']} client(s), {engine}")
+            for c in cases for engine, v in c["engines"].items()
+            if engine != "emulate" and v.get("vs_emulate") is not None]
+    if not errs:
+        return "No row has an emulate run to compare with.\n"
+    within = sum(e <= ROUND_TARGET for e, _, _ in errs)
+    _, worst, where = max(errs)
+    verdict = "met" if within == len(errs) else "not met"
+    return (f"**Target** (steady rounds within {100 * ROUND_TARGET:.0f} % of emulate's): {verdict} — {within} of {len(errs)} "
+            f"within; the largest difference {_pct(worst)} ({where}).\n")
+
+
+def _reused_note(reused: list[dict[str, str]]) -> str:
+    """Which runs an earlier run of the benchmark measured (``--reuse``), and when they started (the time
+    in their run directories' names): those numbers are older than the table's date."""
+    if not reused:
+        return ""
+    by_engine: dict[str, list[str]] = {}
+    for r in reused:
+        if r.get("started_utc"):  # the run's environment.json: 2026-12-01T18:12:04Z
+            hhmm = r["started_utc"][11:16]
+        else:
+            stamp = re.search(r"-\d{8}-(\d{2})(\d{2})\d{2}$", r["run_dir"])
+            hhmm = f"{stamp.group(1)}:{stamp.group(2)}" if stamp else "?"
+        by_engine.setdefault(r["engine"], []).append(hhmm)
+    parts = [f"{len(t)} {e} run(s) started {min(t)}" + (f"–{max(t)}" if max(t) != min(t) else "") + " UTC"
+             for e, t in sorted(by_engine.items())]
+    why = " (emulate's round times read no calibration)" if set(by_engine) == {"emulate"} else ""
+    return " Reused from an earlier run of this benchmark (`--reuse`), not run again: " + "; ".join(parts) + why + "."
 
 
 @result_table("fidelity.apps", "agreement-deployment.json", AGREEMENT_CMD, needs="apps")
 def _fidelity_apps(data: dict[str, Any]) -> str:
-    head = ["app", "clients", "simulate --app", "emulate --app", "simulate vs emulate",
+    head = ["app", "clients", "rounds", "simulate --app", "emulate --app", "simulate vs emulate",
             "emulate: comm / compute / framework"]
     rows = []
     for c in data["apps"]:
         e = c["engines"]
         ref = e["emulate"]
-        rows.append([c["case"], str(c["clients"]), fmt_s(e["simulate"]["steady_round_s"]),
+        rows.append([c["case"], str(c["clients"]), str(len(ref["round_s"])), fmt_s(e["simulate"]["steady_round_s"]),
                      fmt_s(ref["steady_round_s"]), _pct(e["simulate"]["vs_emulate"]),
                      f"{fmt_s(_steady(ref, 'comm_s'))} / {fmt_s(_steady(ref, 'compute_s'))} / "
                      f"{fmt_s(_steady(ref, 'framework_s'))}"])
-    return md_table(head, rows, right={1, 2, 3, 4})
+    return (md_table(head, rows, right={1, 2, 3, 4, 5}) + "\nSteady rounds (2 and later), means.\n\n"
+            + _rounds_verdict(data["apps"]))
 
 
 @result_table("fidelity.server-bound", "agreement-deployment.json", AGREEMENT_CMD, needs="server_bound")

@@ -60,7 +60,15 @@ def estimate_scale_markdown(data: dict[str, Any]) -> str:
         head.append("records.jsonl (wall)")
         for row, r in zip(rows, e["rows"]):
             row.append(fmt_s(r["records_write_wall_s"]) if "records_write_wall_s" in r else "-")
-    return (md_table(head, rows) + f"\nMeasured {e['date']} on {e['machine']}.\n\n" + _estimate_verdict(e["rows"]))
+    if any("total_wall_s_runs" in r for r in e["rows"]):  # repeated side by side: the median run, every total
+        head.append("every run's total")
+        for row, r in zip(rows, e["rows"]):
+            row.append(", ".join(fmt_s(t) for t in r.get("total_wall_s_runs", [])) or "-")
+        where = f"the median of {e['rows'][0]['repeats']} runs side by side, "
+    else:
+        where = ""
+    return (md_table(head, rows) + f"\nMeasured {where}{e['date']} on {e['machine']}.\n\n"
+            + _estimate_verdict(e["rows"]))
 
 
 #: issue 16: the estimate engine at 100,000 clients per round in under a second (plan + engine)

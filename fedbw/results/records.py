@@ -15,7 +15,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import IO, Any, Iterable, Literal
+from typing import IO, Any, Callable, Iterable, Literal, Sequence
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as validated
@@ -162,26 +162,36 @@ class RoundRecord:
         return d
 
 
-def engine_stage_record(stage: str, bytes_down: float, bytes_up: float, t_down_s: float, t_compute_s: float,
-                        t_up_s: float, t_framework_s: float) -> StageRecord:
-    """A stage record from numbers a model engine computed itself, built without a second validation: at
-    100,000 clients per round validating every record would cost more than the model. Records read back
-    from a file are always validated (:func:`load_records`)."""
-    rec = object.__new__(StageRecord)
-    rec.__dict__ = {"stage": stage, "bytes_down": float(bytes_down), "bytes_up": float(bytes_up),
-                    "t_down_s": float(t_down_s), "t_compute_s": float(t_compute_s), "t_up_s": float(t_up_s),
-                    "t_framework_s": float(t_framework_s), "t_host_s": None}
-    return rec
+def engine_client_records(run_id: str, engine: str, round_index: int, rows: Iterable[Sequence[Any]],
+                          profile_of: Callable[[int], str]) -> list[ClientRoundRecord]:
+    """One round's client records from numbers a model engine computed itself.
 
-
-def engine_client_record(run_id: str, engine: str, round_index: int, client_id: int, profile: str,
-                         stages: list[StageRecord]) -> ClientRoundRecord:
-    """A client's round record from a model engine's own stage records (see :func:`engine_stage_record`)."""
-    rec = object.__new__(ClientRoundRecord)
-    rec.__dict__ = {"run_id": run_id, "engine": engine, "round": round_index, "client_id": client_id,
-                    "profile": profile, "stages": stages, "dropped": False, "train_loss": None, "num_examples": None,
-                    "kind": "client"}
-    return rec
+    Each row holds one client's stage: (client_id, stage, bytes_down, bytes_up, t_down_s, t_compute_s,
+    t_up_s, t_framework_s, …) — a timeline's :class:`~fedbw.netmodel.timeline.ClientStageTiming` starts
+    with these fields; a client's stages keep the order of its rows. The records are built without a
+    second validation: at 100,000 clients per round validating every record would cost more than the
+    model, and so would a function call per record. Records read back from a file are always validated
+    (:func:`load_records`)."""
+    new = object.__new__
+    by_client: dict[int, list[StageRecord]] = {}
+    stages_of = by_client.get
+    for row in rows:
+        rec = new(StageRecord)
+        rec.__dict__ = {"stage": row[1], "bytes_down": float(row[2]), "bytes_up": float(row[3]),
+                        "t_down_s": float(row[4]), "t_compute_s": float(row[5]), "t_up_s": float(row[6]),
+                        "t_framework_s": float(row[7]), "t_host_s": None}
+        if (stages := stages_of(row[0])) is None:
+            by_client[row[0]] = [rec]
+        else:
+            stages.append(rec)
+    out = []
+    for cid, stages in by_client.items():
+        rec = new(ClientRoundRecord)
+        rec.__dict__ = {"run_id": run_id, "engine": engine, "round": round_index, "client_id": cid,
+                        "profile": profile_of(cid), "stages": stages, "dropped": False, "train_loss": None,
+                        "num_examples": None, "kind": "client"}
+        out.append(rec)
+    return out
 
 
 def _clean(value: Any) -> Any:

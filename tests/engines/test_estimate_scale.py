@@ -86,11 +86,11 @@ def test_a_run_writes_and_reads_back_the_same_records(tmp_path):
     down) still goes through as the string "inf"."""
     import math
 
-    from fedbw.results.records import RecordWriter, engine_client_record, engine_stage_record, load_records
+    from fedbw.results.records import RecordWriter, engine_client_records, load_records
 
     result = run_estimate(build_plan(_config(50, framework="none")), "t")
-    down = engine_client_record("t", "estimate", 1, 999, "home-80",
-                                [engine_stage_record("fit", 10, 10, 1.0, 0.0, math.inf, 0.0)])
+    [down] = engine_client_records("t", "estimate", 1, [(999, "fit", 10, 10, 1.0, 0.0, math.inf, 0.0)],
+                                   lambda cid: "home-80")
     with RecordWriter(tmp_path / "records.jsonl", run_id="t", engine="estimate") as writer:
         writer.write([*result.clients, down])
         writer.write(result.rounds)

@@ -34,7 +34,16 @@ def test_estimate_scale_shows_plan_and_engine_wall_and_cpu() -> None:
              "estimate_wall_s": 30.0, "estimate_cpu_s": 25.0, "round_time_s": 66.0, "load_average": 5.0}]
     text = estimate_scale_markdown({"estimate": {"rows": rows, "date": "d", "machine": "m"}})
     assert "100,000 of 200,000" in text and "2.00 s / 1.50 s" in text and "30.00 s / 25.00 s" in text
-    assert "32.00 s" in text
+    assert "32.00 s" in text and "not met" in text
+
+
+def test_estimate_scale_repeated_shows_every_runs_total_and_judges_the_median() -> None:
+    rows = [{"clients_per_round": 100_000, "clients_total": 200_000, "plan_wall_s": 0.25, "plan_cpu_s": 0.25,
+             "estimate_wall_s": 0.6, "estimate_cpu_s": 0.6, "round_time_s": 66.0, "load_average": 0.5,
+             "repeats": 3, "total_wall_s_runs": [0.8, 0.85, 1.2]}]
+    text = estimate_scale_markdown({"estimate": {"rows": rows, "date": "d", "machine": "m"}})
+    assert "800.00 ms, 850.00 ms, 1.20 s" in text and "the median of 3 runs side by side" in text
+    assert ": met — 850.00 ms wall" in text
 
 
 def test_without_data_the_blocks_name_the_command(tmp_path: Path) -> None:

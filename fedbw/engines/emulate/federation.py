@@ -239,7 +239,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 stack, [c.client_id for c in clients], workdir,
                 server_link=None if shared_link is None else shared_link.dilated(warp.factor))
             sup = stack.enter_context(Supervisor())  # entered after the hosts: stops before they go
-            env = {**(env_extra or {}), **env_additions(warp), **(CAPPED_THREADS if caps is not None else {})}
+            env = process_env(env_extra, warp, capped=caps is not None)
             if fed is None:
                 dep = FlowerDeployment(sup, workdir, env, supernode_auth=supernode_auth,
                                        tls=make_tls(workdir / "tls", [LOOPBACK]) if tls else None)
@@ -330,6 +330,12 @@ SERVER_CORES = 2.0
 #: OpenMP's default (a thread per host core) would spin-wait inside a cap of 1/K of a core and burn the
 #: quota it waits for (simulate trains with the threads Ray gives each client).
 CAPPED_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", THREADS_ENV: "1"}
+
+
+def process_env(env_extra: Mapping[str, str] | None, warp: Dilation, *, capped: bool) -> dict[str, str]:
+    """What Flower's processes get in their environment besides the host's: the caller's additions,
+    the dilation's launcher, and one compute thread per device when devices are CPU-capped."""
+    return {**(env_extra or {}), **env_additions(warp), **(CAPPED_THREADS if capped else {})}
 
 
 def resolve_dilation(value: float | str, clients: int, cores: int | None = None) -> float:

@@ -223,3 +223,21 @@ def test_cli_rejects_a_bad_dilation(value: str, message: str) -> None:
     res = CliRunner().invoke(app, ["emulate", "--app", str(FIXTURE_APP), "--dilation", value])
     assert res.exit_code == 2
     assert message in res.output and "Traceback" not in res.output
+
+
+def test_capped_devices_get_one_compute_thread_and_others_the_hosts_default() -> None:
+    """Under CPU caps each device is one core of the host: OpenMP, MKL and fedbw's torch get one thread
+    (a thread per host core would spin inside a cap of 1/K of a core); undilated or uncapped runs keep the
+    host's defaults. The caller's variables and the dilation launcher's always pass."""
+    from fedbw.engines.emulate.federation import CAPPED_THREADS, process_env
+    from fedbw.fl.settings import THREADS_ENV
+    from fedbw.timewarp import Dilation
+
+    warp = Dilation.starting_now(2.0)
+    capped = process_env({"X": "1"}, warp, capped=True)
+    assert capped["X"] == "1" and "PYTHONPATH" in capped
+    assert {k: capped[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", THREADS_ENV)} == dict.fromkeys(
+        ("OMP_NUM_THREADS", "MKL_NUM_THREADS", THREADS_ENV), "1") == CAPPED_THREADS
+    uncapped = process_env({"X": "1"}, warp, capped=False)
+    assert not set(CAPPED_THREADS) & set(uncapped) and uncapped["X"] == "1"
+    assert process_env(None, Dilation.starting_now(1.0), capped=False) == {}
