@@ -146,6 +146,17 @@ def sim_case(per_round: int, rounds: int, bare: bool) -> dict[str, Any]:
     return out
 
 
+#: A fixed pure-Python workload timed before every estimate run: this VM's own speed drifts (a shared
+#: host), and the loop's time says how fast the machine was while the run beside it was measured.
+REFERENCE_LOOP = 10**7
+
+
+def reference_loop_s() -> float:
+    t0 = time.process_time()
+    sum(range(REFERENCE_LOOP))
+    return time.process_time() - t0
+
+
 def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5) -> dict[str, Any]:
     """Plan + engine at each size, ``repeats`` times side by side (this VM's speed drifts by up to 2× within
     minutes): the row is the median run by wall time, with every run's total beside it."""
@@ -153,6 +164,7 @@ def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000), repeat
     for n in per_rounds:
         runs = []
         for _ in range(repeats):
+            reference = reference_loop_s()
             cfg = sim_config(n, 1, total=2 * n, engine="estimate")
             w0, c0 = time.perf_counter(), time.process_time()
             plan = build_plan(cfg)
@@ -161,7 +173,7 @@ def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000), repeat
             w2, c2 = time.perf_counter(), time.process_time()
             runs.append({"plan_wall_s": w1 - w0, "plan_cpu_s": c1 - c0, "estimate_wall_s": w2 - w1,
                          "estimate_cpu_s": c2 - c1, "round_time_s": result.rounds[0].round_time_s,
-                         "load_average": os.getloadavg()[0]})
+                         "load_average": os.getloadavg()[0], "reference_loop_s": reference})
             del plan
         totals = [r["plan_wall_s"] + r["estimate_wall_s"] for r in runs]
         row = {"clients_per_round": n, "clients_total": 2 * n,

@@ -97,3 +97,17 @@ def test_the_deployment_table_says_which_runs_were_reused_and_when(tmp_path: Pat
     text = TABLES["fidelity.deployment"](_result(tmp_path / "c", "agreement-deployment.json",
                                                  {**data, "reused": reused}))
     assert "1 simulate --app run(s) started 19:07 UTC" in text and "read no calibration" not in text
+
+
+def test_the_privacy_table_judges_each_variant_against_15_percent(tmp_path: Path) -> None:
+    from fedbw.report.doc_blocks import TABLES
+
+    def row(variant: str, study: float, emu: float) -> dict:
+        return {"variant": variant, "profile": "home-30", "simulate_round_s": study, "emulate_round_s": emu,
+                "error": emu / study - 1, "simulate_framework_s": 1.0, "emulate_framework_s": 1.0, "dilation": 6.0,
+                "host_share": 0.01, "host_bound_rounds": 0, "emulate_rounds": 2}
+
+    data = {"rows": [row("plain", 10.0, 12.5), row("secagg", 40.0, 41.0)], "rounds": 2, "study": "s.toml",
+            "date": "d", "machine": "m"}
+    text = TABLES["fidelity.privacy"](_result(tmp_path, "agreement-privacy.json", data))
+    assert "not met — 1 of 2 variants within; the largest difference +25.0 % (plain)" in text

@@ -60,6 +60,10 @@ def estimate_scale_markdown(data: dict[str, Any]) -> str:
         head.append("records.jsonl (wall)")
         for row, r in zip(rows, e["rows"]):
             row.append(fmt_s(r["records_write_wall_s"]) if "records_write_wall_s" in r else "-")
+    if any("reference_loop_s" in r for r in e["rows"]):  # the machine's speed beside the run (scale.py)
+        head.append("reference loop")
+        for row, r in zip(rows, e["rows"]):
+            row.append(fmt_s(r["reference_loop_s"]) if "reference_loop_s" in r else "-")
     if any("total_wall_s_runs" in r for r in e["rows"]):  # repeated side by side: the median run, every total
         head.append("every run's total")
         for row, r in zip(rows, e["rows"]):
@@ -67,7 +71,10 @@ def estimate_scale_markdown(data: dict[str, Any]) -> str:
         where = f"the median of {e['rows'][0]['repeats']} runs side by side, "
     else:
         where = ""
-    return (md_table(head, rows) + f"\nMeasured {where}{e['date']} on {e['machine']}.\n\n"
+    canary = (" *reference loop*: a fixed pure-Python loop (a sum over 10,000,000 integers) timed right before "
+              "the median run; this VM's speed drifts, and the loop says how fast it was then."
+              if any("reference_loop_s" in r for r in e["rows"]) else "")
+    return (md_table(head, rows) + f"\nMeasured {where}{e['date']} on {e['machine']}.{canary}\n\n"
             + _estimate_verdict(e["rows"]))
 
 

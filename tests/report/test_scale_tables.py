@@ -40,9 +40,10 @@ def test_estimate_scale_shows_plan_and_engine_wall_and_cpu() -> None:
 def test_estimate_scale_repeated_shows_every_runs_total_and_judges_the_median() -> None:
     rows = [{"clients_per_round": 100_000, "clients_total": 200_000, "plan_wall_s": 0.25, "plan_cpu_s": 0.25,
              "estimate_wall_s": 0.6, "estimate_cpu_s": 0.6, "round_time_s": 66.0, "load_average": 0.5,
-             "repeats": 3, "total_wall_s_runs": [0.8, 0.85, 1.2]}]
+             "repeats": 3, "total_wall_s_runs": [0.8, 0.85, 1.2], "reference_loop_s": 0.12}]
     text = estimate_scale_markdown({"estimate": {"rows": rows, "date": "d", "machine": "m"}})
     assert "800.00 ms, 850.00 ms, 1.20 s" in text and "the median of 3 runs side by side" in text
+    assert "| 120.00 ms |" in text and "reference loop" in text
     assert ": met — 850.00 ms wall" in text
 
 
