@@ -49,9 +49,9 @@ SCALE_CONFIG: dict[str, Any] = {
 
 #: ``--reuse DIR``: finished run directories of an earlier, interrupted run of this benchmark.
 REUSE: list[Path] = []
-#: The runs taken from ``--reuse`` directories instead of run again: (config name, engine, run directory
-#: name, which holds the time the run started); the report says which numbers are older than its date.
-REUSED: list[dict[str, str]] = []
+#: The runs taken from ``--reuse`` directories instead of run again: config name, engine, run directory
+#: name and when the run started; the report says which numbers are older than its date.
+REUSED: list[dict[str, str | None]] = []
 
 
 def run(cfg_dict: dict[str, Any], engine: str, out: Path) -> Any:

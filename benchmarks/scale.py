@@ -158,8 +158,8 @@ def reference_loop_s() -> float:
 
 
 def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5) -> dict[str, Any]:
-    """Plan + engine at each size, ``repeats`` times side by side (this VM's speed drifts by up to 2× within
-    minutes): the row is the median run by wall time, with every run's total beside it."""
+    """Plan + engine at each size, ``repeats`` times side by side (this VM's speed drifts within minutes):
+    the row is the median run by wall time, with every run's total and a reference loop beside it."""
     rows = []
     for n in per_rounds:
         runs = []
@@ -174,7 +174,6 @@ def estimate_case(per_rounds: tuple[int, ...] = (1_000, 10_000, 100_000), repeat
             runs.append({"plan_wall_s": w1 - w0, "plan_cpu_s": c1 - c0, "estimate_wall_s": w2 - w1,
                          "estimate_cpu_s": c2 - c1, "round_time_s": result.rounds[0].round_time_s,
                          "load_average": os.getloadavg()[0], "reference_loop_s": reference})
-            del plan
         totals = [r["plan_wall_s"] + r["estimate_wall_s"] for r in runs]
         row = {"clients_per_round": n, "clients_total": 2 * n,
                **sorted(runs, key=lambda r: r["plan_wall_s"] + r["estimate_wall_s"])[len(runs) // 2],

@@ -86,7 +86,7 @@ def test_the_deployment_table_says_which_runs_were_reused_and_when(tmp_path: Pat
             "machine": "test box", "calibration": {"created_utc": "T", "machine": "M"}}
     fresh = TABLES["fidelity.deployment"](_result(tmp_path / "a", "agreement-deployment.json", data))
     assert "| c | 1 | 9.50 s | 10.50 s | 10.00 s | -5.0 % | +5.0 % |" in fresh and "Reused" not in fresh
-    assert "met — 2 of 2 within; the largest difference +5.0 % (c, 1 client(s), simulate)" in fresh
+    assert "met — 2 of 2 pairs within; the largest difference -5.0 % (c, 1 client(s), estimate)" in fresh
     reused = [{"name": "c-1", "engine": "emulate", "run_dir": f"c-1-emulate-20261201-{t}"}
               for t in ("181204", "183140")]
     text = TABLES["fidelity.deployment"](_result(tmp_path / "b", "agreement-deployment.json",

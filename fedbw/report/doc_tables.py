@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 import statistics
 from pathlib import Path
 from typing import Any
@@ -52,25 +51,34 @@ def deployment_markdown(data: dict[str, Any]) -> str:
 
 #: issue 10: estimate's and simulate's whole rounds within 10 % of emulate's
 ROUND_TARGET = 0.10
+#: issue 10: the privacy study's re-timed rounds within 15 % of emulate's, per variant
+PRIVACY_TARGET = 0.15
+
+
+def _target_line(diffs: list[tuple[float, str]], target: float, what: str, of_what: str) -> str:
+    """The target line under a table: how many of the (signed difference, label) pairs are within
+    ``target`` of emulate, and the largest difference."""
+    if not diffs:
+        return f"No {of_what} has an emulate run to compare with.\n"
+    within = sum(abs(d) <= target for d, _ in diffs)
+    worst, where = max(diffs, key=lambda d: abs(d[0]))
+    verdict = "met" if within == len(diffs) else "not met"
+    return (f"**Target** ({what} within {100 * target:.0f} % of emulate's): {verdict} — {within} of {len(diffs)} "
+            f"{of_what}s within; the largest difference {_pct(worst)} ({where}).\n")
 
 
 def _rounds_verdict(cases: list[dict[str, Any]]) -> str:
-    """The target line under a table of whole rounds: how many (case, engine) pairs are within it."""
-    errs = [(abs(v["vs_emulate"]), v["vs_emulate"], f"{c['case']}, {c['clients']} client(s), {engine}")
-            for c in cases for engine, v in c["engines"].items()
-            if engine != "emulate" and v.get("vs_emulate") is not None]
-    if not errs:
-        return "No row has an emulate run to compare with.\n"
-    within = sum(e <= ROUND_TARGET for e, _, _ in errs)
-    _, worst, where = max(errs)
-    verdict = "met" if within == len(errs) else "not met"
-    return (f"**Target** (steady rounds within {100 * ROUND_TARGET:.0f} % of emulate's): {verdict} — {within} of {len(errs)} "
-            f"within; the largest difference {_pct(worst)} ({where}).\n")
+    """The target line under a table of whole rounds: every (case, engine) pair against emulate."""
+    return _target_line([(v["vs_emulate"], f"{c['case']}, {c['clients']} client(s), {engine}")
+                         for c in cases for engine, v in c["engines"].items()
+                         if engine != "emulate" and v.get("vs_emulate") is not None],
+                        ROUND_TARGET, "steady rounds", "pair")
 
 
-def _reused_note(reused: list[dict[str, str]]) -> str:
-    """Which runs an earlier run of the benchmark measured (``--reuse``), and when they started (the time
-    in their run directories' names): those numbers are older than the table's date."""
+def _reused_note(reused: list[dict[str, Any]]) -> str:
+    """Which runs an earlier run of the benchmark measured (``--reuse``), and when they started (their
+    environment.json, else the time in their directory's name): those numbers are older than the table's
+    date."""
     if not reused:
         return ""
     by_engine: dict[str, list[str]] = {}
@@ -314,19 +322,11 @@ def privacy_check_markdown(data: dict[str, Any]) -> str:
     rows = [[r["variant"], r["profile"], fmt_s(r["simulate_round_s"]), fmt_s(r["emulate_round_s"]), _pct(r["error"]),
              f"{fmt_s(r['simulate_framework_s'])} / {fmt_s(r['emulate_framework_s'])}", f"{r['dilation']:g}×",
              _frac(r["host_share"]), f"{r['host_bound_rounds']} of {r['emulate_rounds']}"] for r in data["rows"]]
-    errs = [(abs(r["error"]), r["error"], r["variant"]) for r in data["rows"] if r.get("error") is not None]
-    within = sum(e <= PRIVACY_TARGET for e, _, _ in errs)
-    verdict = ("no variant has an emulate round to compare with" if not errs else
-               f"{'met' if within == len(errs) else 'not met'} — {within} of {len(errs)} variants within; the "
-               f"largest difference {_pct(max(errs)[1])} ({max(errs)[2]})")
     return (md_table(head, rows, right={2, 3, 4, 5, 6, 7, 8})
             + f"\n`{data['study']}` with {data['rounds']} rounds; means of rounds 2 and later. Measured {data['date']} "
-              f"on {data['machine']}.\n\n**Target** (each variant's round within {100 * PRIVACY_TARGET:.0f} % of "
-              f"emulate's): {verdict}.\n")
-
-
-#: issue 10: the privacy study's re-timed rounds within 15 % of emulate's, per variant
-PRIVACY_TARGET = 0.15
+              f"on {data['machine']}.\n\n"
+            + _target_line([(r["error"], r["variant"]) for r in data["rows"] if r.get("error") is not None],
+                           PRIVACY_TARGET, "each variant's round", "variant"))
 
 
 SERVER_LINK_CMD = ".venv/bin/python benchmarks/server_link.py"

@@ -60,7 +60,8 @@ def estimate_scale_markdown(data: dict[str, Any]) -> str:
         head.append("records.jsonl (wall)")
         for row, r in zip(rows, e["rows"]):
             row.append(fmt_s(r["records_write_wall_s"]) if "records_write_wall_s" in r else "-")
-    if any("reference_loop_s" in r for r in e["rows"]):  # the machine's speed beside the run (scale.py)
+    has_reference = any("reference_loop_s" in r for r in e["rows"])  # the machine's speed beside the run
+    if has_reference:
         head.append("reference loop")
         for row, r in zip(rows, e["rows"]):
             row.append(fmt_s(r["reference_loop_s"]) if "reference_loop_s" in r else "-")
@@ -73,7 +74,7 @@ def estimate_scale_markdown(data: dict[str, Any]) -> str:
         where = ""
     canary = (" *reference loop*: a fixed pure-Python loop (a sum over 10,000,000 integers) timed right before "
               "the median run; this VM's speed drifts, and the loop says how fast it was then."
-              if any("reference_loop_s" in r for r in e["rows"]) else "")
+              if has_reference else "")
     return (md_table(head, rows) + f"\nMeasured {where}{e['date']} on {e['machine']}.{canary}\n\n"
             + _estimate_verdict(e["rows"]))
 

@@ -169,8 +169,8 @@ def engine_client_records(run_id: str, engine: str, round_index: int, rows: Iter
     Each row holds one client's stage: (client_id, stage, bytes_down, bytes_up, t_down_s, t_compute_s,
     t_up_s, t_framework_s, …) — a timeline's :class:`~fedbw.netmodel.timeline.ClientStageTiming` starts
     with these fields; a client's stages keep the order of its rows. The records are built without a
-    second validation: at 100,000 clients per round validating every record would cost more than the
-    model, and so would a function call per record. Records read back from a file are always validated
+    second validation, in one pass: at 100,000 clients per round validating every record, or a constructor
+    call per record, would cost more than the model. Records read back from a file are always validated
     (:func:`load_records`)."""
     new = object.__new__
     by_client: dict[int, list[StageRecord]] = {}
