@@ -199,19 +199,29 @@ def test_three_client_hosts_two_rounds_match_a_single_host_emulate(tmp_path: Pat
         off[kind] = (measured - model) / model
         assert model >= 1.0
     assert abs(off["hosts"]) <= abs(off["single"]) + 0.02, off
-    # whole rounds within the target for whole rounds (10 %) plus one SuperNode poll (3 s): an idle
-    # SuperNode's first pull has a random phase in each run, and a 10-13 s round on Flower's 3 s poll
-    # grid moves with it (quiet host, 2026-12-01: round 1 12.7 vs 10.6 s in one run, round 2 11.3 vs
-    # 12.9 s in the next, the other round within 1 % each time)
+    # whole rounds within the target for whole rounds (10 %), once the two waits on Flower's 3 s poll
+    # grids are taken out of each: the critical client's idle SuperNode pull has a random phase in each
+    # run, and the ServerApp, polling every 3 s after its push, sees that reply on the next multiple of
+    # 3 s, so a 10-16 s round moves in 3 s steps with them (CI 2026-12-01, suite under load: round 2
+    # 16.1 s across hosts vs 11.8 s on one host). What remains may still differ by one SuperExec poll.
     from fedbw.netmodel.flower import FlowerCosts
 
-    poll_s = FlowerCosts().supernode_idle_poll_s
+    costs = FlowerCosts()
     m_rounds, s_rounds = _round_rows(multi), _round_rows(single)
     assert [r["round"] for r in m_rounds] == [r["round"] for r in s_rounds] == [1, 2]
     for m, s in zip(m_rounds, s_rounds):
-        assert abs(m["round_time_s"] - s["round_time_s"]) <= 0.10 * s["round_time_s"] + poll_s, (
-            m["round"], m["round_time_s"], s["round_time_s"])
+        m_busy, s_busy = _off_the_poll_grids(m), _off_the_poll_grids(s)
+        assert s_busy >= 5.0  # the 20 MB upload is in it: the comparison is not of two waits
+        assert abs(m_busy - s_busy) <= 0.10 * s_busy + costs.superexec_poll_s, (
+            m["round"], m["round_time_s"], s["round_time_s"], m_busy, s_busy,
+            m["extra"]["framework_parts_s"], s["extra"]["framework_parts_s"])
     assert not _processes_across_hosts(psutil), "processes left behind"
+
+
+def _off_the_poll_grids(round_row: dict) -> float:
+    """The round's time less its critical client's two waits on a poll grid (SuperNode pull, ServerApp pull)."""
+    parts = round_row["extra"]["framework_parts_s"]
+    return round_row["round_time_s"] - parts["supernode_poll_s"] - parts["serverapp_poll_s"]
 
 
 def _processes_across_hosts(psutil) -> list:
