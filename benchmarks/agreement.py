@@ -163,7 +163,7 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
             apps.append(case_row("message-API quickstart app", n, {"simulate": sim.rounds, "emulate": emu.rounds}))
     bound = server_bound(out)
     return {"cases": cases, "apps": apps, "server_bound": bound, "emulate_dilation": dilation,
-            "calibration": default_calibration().provenance, "reused": list(REUSED)}
+            "calibration": default_calibration().provenance}
 
 
 def case_row(name: str, n: int, rounds_by_engine: dict[str, list[Any]]) -> dict[str, Any]:
@@ -288,6 +288,7 @@ STUDY_FILE = ROOT / "experiments" / "privacy-overhead.toml"
 def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
     """Each study variant: its re-timed row on the base's own profile against emulate of the same config."""
     from fedbw.config import config_to_dict
+    from fedbw.netmodel.flower import FRAMEWORK_PARTS
     from fedbw.studies import load_study, run_study
 
     study = load_study(STUDY_FILE, [f"training.rounds={rounds}", f"output_dir={json.dumps(str(out))}"])
@@ -311,7 +312,12 @@ def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
                      "error": (e_round / sim.round_time_s - 1) if e_round and sim.round_time_s else None,
                      "emulate_rounds": len(emu.rounds), "dilation": host[0].dilation if host else 1.0,
                      "host_share": statistics.mean(h.share for h in host) if host else None,
-                     "host_bound_rounds": sum(h.bound for h in host)})
+                     "host_bound_rounds": sum(h.bound for h in host),
+                     # which of Flower's costs differ: each part, the study's and emulate's steady means
+                     "simulate_parts_s": {k: sim.framework_parts_s.get(k, 0.0) for k in FRAMEWORK_PARTS},
+                     "emulate_parts_s": {k: statistics.mean(r.extra.get("framework_parts_s", {}).get(k, 0.0)
+                                                            for r in steady) for k in FRAMEWORK_PARTS}
+                     if steady else None})
     return {"rows": rows, "rounds": rounds, "study": str(STUDY_FILE.relative_to(ROOT))}
 
 
@@ -406,6 +412,8 @@ def main() -> None:
         report["link_summary"] = summarize(report["link_transfers"])
     else:
         report["scale"] = scale(out, args.scale_clients, args.dilation)
+    if REUSED:  # each reused run and when it started: its numbers are older than the report's date
+        report["reused"] = list(REUSED)
     path = args.out or ROOT / "benchmarks" / "results" / f"agreement-{args.case}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1) + "\n")

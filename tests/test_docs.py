@@ -111,3 +111,17 @@ def test_the_privacy_table_judges_each_variant_against_15_percent(tmp_path: Path
             "date": "d", "machine": "m"}
     text = TABLES["fidelity.privacy"](_result(tmp_path, "agreement-privacy.json", data))
     assert "not met — 1 of 2 variants within; the largest difference +25.0 % (plain)" in text
+    assert "by part" not in text  # rows from before the parts were recorded: no breakdown
+
+    from fedbw.netmodel.flower import FRAMEWORK_PARTS
+
+    parts = dict.fromkeys(FRAMEWORK_PARTS, 1.0)
+    with_parts = {**data, "rows": [{**r, "simulate_parts_s": parts, "emulate_parts_s": {**parts, "clientapp_start_s": 2.3}}
+                                   for r in data["rows"]]}
+    text = TABLES["fidelity.privacy"](_result(tmp_path / "p", "agreement-privacy.json", with_parts))
+    assert "by part" in text and "| plain | 1.00 s / 1.00 s (+0.00 s) | 1.00 s / 2.30 s (+1.30 s) |" in text
+    assert "Reused" not in text
+    reused = [{"name": "privacy-plain", "engine": "emulate", "run_dir": "privacy-plain-emulate-20261201-192922",
+               "started_utc": None}]  # no environment.json: the time in the directory's name
+    text = TABLES["fidelity.privacy"](_result(tmp_path / "r", "agreement-privacy.json", {**data, "reused": reused}))
+    assert "not run again: 1 emulate run(s) started 19:29 UTC" in text

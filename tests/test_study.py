@@ -189,6 +189,14 @@ def test_estimate_study_end_to_end(tmp_path):
     poll_s = FlowerCosts().supernode_idle_poll_s
     assert rows[("plain", "home-80")]["round_time_s"] <= rows[("plain", "home-30")]["round_time_s"] + 2 * poll_s
     assert rows[("plain", "home-30")]["framework_time_s"] > 3.0
+    # the framework time by part: the critical client's parts of the deployment model sum to at most
+    # the whole (the whole also holds each stage's span beyond that client: the server's work)
+    from fedbw.netmodel.flower import FRAMEWORK_PARTS
+
+    for r in rows.values():
+        parts = r["framework_parts_s"]
+        assert set(FRAMEWORK_PARTS) <= set(parts) and parts["clientapp_start_s"] > 0
+        assert sum(parts[k] for k in FRAMEWORK_PARTS) <= r["framework_time_s"] + 1e-9
     s = load_study(_write(tmp_path, text))
     assert rows[("stock+dp", "home-30")]["epsilon"] == pytest.approx(epsilon_schedule(s.variants[2].config)[-1])
     assert rows[("plain", "home-30")]["epsilon"] is None

@@ -9,6 +9,7 @@ from typing import Any
 
 from fedbw.report.doc_blocks import BY_RESULT, md_table, result_table, table
 from fedbw.report.format import fmt_s
+from fedbw.netmodel.flower import FRAMEWORK_PARTS
 
 AGREEMENT_CMD = ".venv/bin/python benchmarks/agreement.py --case deployment"
 
@@ -98,7 +99,7 @@ def _reused_note(reused: list[dict[str, Any]]) -> str:
 @result_table("fidelity.apps", "agreement-deployment.json", AGREEMENT_CMD, needs="apps")
 def _fidelity_apps(data: dict[str, Any]) -> str:
     head = ["app", "clients", "rounds", "simulate --app", "emulate --app", "simulate vs emulate",
-            "emulate: comm / compute / framework"]
+            "emulate: comm / compute / framework", "each steady round: simulate / emulate"]
     rows = []
     for c in data["apps"]:
         e = c["engines"]
@@ -106,7 +107,8 @@ def _fidelity_apps(data: dict[str, Any]) -> str:
         rows.append([c["case"], str(c["clients"]), str(len(ref["round_s"])), fmt_s(e["simulate"]["steady_round_s"]),
                      fmt_s(ref["steady_round_s"]), _pct(e["simulate"]["vs_emulate"]),
                      f"{fmt_s(_steady(ref, 'comm_s'))} / {fmt_s(_steady(ref, 'compute_s'))} / "
-                     f"{fmt_s(_steady(ref, 'framework_s'))}"])
+                     f"{fmt_s(_steady(ref, 'framework_s'))}",
+                     " / ".join(", ".join(f"{t:.1f}" for t in e[k]["round_s"][1:]) + " s" for k in ("simulate", "emulate"))])
     return (md_table(head, rows, right={1, 2, 3, 4, 5}) + "\nSteady rounds (2 and later), means.\n\n"
             + _rounds_verdict(data["apps"]))
 
@@ -324,9 +326,29 @@ def privacy_check_markdown(data: dict[str, Any]) -> str:
              _frac(r["host_share"]), f"{r['host_bound_rounds']} of {r['emulate_rounds']}"] for r in data["rows"]]
     return (md_table(head, rows, right={2, 3, 4, 5, 6, 7, 8})
             + f"\n`{data['study']}` with {data['rounds']} rounds; means of rounds 2 and later. Measured {data['date']} "
-              f"on {data['machine']}.\n\n"
+              f"on {data['machine']}.{_reused_note(data.get('reused') or [])}\n\n"
             + _target_line([(r["error"], r["variant"]) for r in data["rows"] if r.get("error") is not None],
-                           PRIVACY_TARGET, "each variant's round", "variant"))
+                           PRIVACY_TARGET, "each variant's round", "variant")
+            + _framework_parts_table(data["rows"]))
+
+
+#: Column titles of the framework parts (fedbw.netmodel.flower.FRAMEWORK_PARTS) in the privacy breakdown.
+PART_TITLES = dict(zip(FRAMEWORK_PARTS, ("SuperNode pull wait", "ClientApp start", "app's own time", "reply pick-up",
+                                         "ServerApp poll"), strict=True))
+
+
+def _framework_parts_table(rows: list[dict[str, Any]]) -> str:
+    """Each framework part of the critical path, study / emulate and the difference, for the rows that
+    carry them (runs before parts were recorded: nothing)."""
+    rows = [r for r in rows if r.get("simulate_parts_s") and r.get("emulate_parts_s")]
+    if not rows:
+        return ""
+    head = ["variant", *(f"{t}: study / emulate (Δ)" for t in PART_TITLES.values())]
+    cells = [[r["variant"], *(f"{fmt_s(r['simulate_parts_s'][k])} / {fmt_s(r['emulate_parts_s'][k])} "
+                              f"({r['emulate_parts_s'][k] - r['simulate_parts_s'][k]:+.2f} s)" for k in PART_TITLES)]
+             for r in rows]
+    return ("\nThe framework column by part (the critical client's, steady-round means; Δ = emulate − study):\n\n"
+            + md_table(head, cells, right=set(range(1, len(head)))))
 
 
 SERVER_LINK_CMD = ".venv/bin/python benchmarks/server_link.py"

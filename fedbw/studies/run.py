@@ -68,10 +68,17 @@ def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str],
             round1_time_s=first.round_time_s, round_time_s=total / len(tls), comm_time_s=comm / len(tls),
             compute_time_s=sum(tl.compute_time_s for tl in tls) / len(tls),
             framework_time_s=sum(tl.framework_time_s for tl in tls) / len(tls), comm_fraction=frac,
+            framework_parts_s=_mean_parts([tl.framework_parts_s for tl in tls]),
             bandwidth_bound=frac > BANDWIDTH_BOUND_FRACTION,
             epsilon=None if last is None else last.epsilon, accuracy=None if last is None else last.accuracy,
             loss=None if last is None else last.loss, **privacy))
     return rows
+
+
+def _mean_parts(parts: list[dict[str, float]]) -> dict[str, float]:
+    """Each part's mean over the rounds (a part a round lacks counts as 0 there)."""
+    keys = sorted({k for p in parts for k in p})
+    return {k: sum(p.get(k, 0.0) for p in parts) / len(parts) for k in keys} if parts else {}
 
 
 def set_uplink_ratios(rows: list[StudyRow], baseline: str) -> None:
