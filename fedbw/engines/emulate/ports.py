@@ -57,7 +57,8 @@ def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
         chosen.append(port)
         _handed_out.add(port)
     if len(chosen) < count:
-        raise RunError(f"no {count} free ports on {host} outside the ephemeral range {ephemeral_range()}")
+        raise RunError(f"no {count} free ports on {host} outside the ephemeral range {ephemeral_range()} "
+                       f"({len(_handed_out)} already handed out by this process, never twice)")
     return chosen
 
 
