@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,6 +33,8 @@ from fedbw.processes.census import MARKER_ENV, Census, mark_this_process, take_c
 
 #: How long the processes of a finished run get to exit before the final count.
 SETTLE_S = 20.0
+#: The Flower run's time limit per round (16 SecAgg+ clients take about 5 min a round on 2 cores).
+ROUND_BUDGET_S = 900.0
 #: Memory growth allowed from the end of round 2 to the end of the last round (SuperLink, SuperNodes,
 #: shaper, ServerApp: the processes that live for the whole run).
 RSS_GROWTH_BOUND = 0.25
@@ -46,12 +48,19 @@ def soak_config(out_dir: Path, clients: int, rounds: int, dilation: float | str)
         "clients": {"total": clients, "per_round": clients, "compute": "synthetic"},
         "training": {"rounds": rounds}, "network": {"profile": "home-80"},
         "privacy": {"secagg": {"enabled": True, "num_shares": 3, "reconstruction_threshold": 2}},
-        "emulate": {"dilation": dilation, "keep_logs": True},
+        # emulate's default 30 min for the whole run is a few rounds of 16 SecAgg+ clients on 2 cores
+        "emulate": {"dilation": dilation, "keep_logs": True, "timeout_s": ROUND_BUDGET_S * rounds},
     })
 
 
-def soak(clients: int, rounds: int, dilation: float | str, out_dir: Path) -> dict[str, Any]:
-    """Run the soak; returns the per-round counts, the final count and the verdicts."""
+def soak(clients: int, rounds: int, dilation: float | str, out_dir: Path,
+         on_round: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run the soak; returns the per-round counts, the final count and the verdicts.
+
+    Interrupted (Ctrl-C, SIGTERM: the runner stops every process it started), it still counts what was
+    left and returns the rounds it got, with ``interrupted`` saying after how many; ``on_round`` gets the
+    result so far after every round (the CLI writes it, so a killed soak keeps its rows)."""
+    from fedbw.errors import RunError
     from fedbw.runner import run_experiment
 
     marker = mark_this_process()
@@ -59,22 +68,38 @@ def soak(clients: int, rounds: int, dilation: float | str, out_dir: Path) -> dic
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
 
+    def result_so_far(after: Census, interrupted: str | None) -> dict[str, Any]:
+        return {"clients": clients, "rounds": rounds, "dilation": dilation, "secagg": True,
+                "wall_s": round(time.perf_counter() - t0, 1), "rounds_recorded": len(rows),
+                "interrupted": interrupted, "before": before.as_dict(), "per_round": rows,
+                "after": after.as_dict(), "verdicts": verdicts(before, rows, after)}
+
     def on_progress(round_index: int, done: int, total: int) -> None:
         if done == total and (not rows or rows[-1]["round"] != round_index):
             c = take_census(marker)
             rows.append({"round": round_index, "t_s": round(time.perf_counter() - t0, 2), **c.as_dict()})
+            if on_round is not None:  # "after" is this round's count until the run is over
+                on_round(result_so_far(c, f"running: {len(rows)} of {rounds} rounds done"))
 
+    interrupted, recorded = None, None
     try:
-        result = run_experiment(soak_config(out_dir, clients, rounds, dilation), progress=on_progress)
+        try:
+            result = run_experiment(soak_config(out_dir, clients, rounds, dilation), progress=on_progress)
+            recorded = len(result.rounds)
+        except KeyboardInterrupt as exc:
+            interrupted = f"interrupted ({exc or 'Ctrl-C'}) after {len(rows)} of {rounds} rounds"
+        except RunError as exc:  # the run failed (its processes are stopped): keep what it counted
+            interrupted = f"the run failed after {len(rows)} of {rounds} rounds: {str(exc).splitlines()[0]}"
         wall_s = time.perf_counter() - t0
         deadline = time.monotonic() + SETTLE_S
         while (after := take_census(marker)).processes and time.monotonic() < deadline:
             time.sleep(0.5)
     finally:
         os.environ.pop(MARKER_ENV, None)  # processes started later are not this run's
-    return {"clients": clients, "rounds": rounds, "dilation": dilation, "secagg": True, "wall_s": round(wall_s, 1),
-            "rounds_recorded": len(result.rounds), "run_dir": str(result.run_dir), "before": before.as_dict(),
-            "per_round": rows, "after": after.as_dict(), "verdicts": verdicts(before, rows, after)}
+    run_dirs = sorted(p for p in out_dir.iterdir() if p.is_dir())  # the run's own directory (one per soak)
+    return {**result_so_far(after, interrupted), "wall_s": round(wall_s, 1),
+            "rounds_recorded": len(rows) if recorded is None else recorded,
+            "run_dir": str(run_dirs[-1]) if run_dirs else None}
 
 
 def verdicts(before: Census, rows: list[dict[str, Any]], after: Census) -> dict[str, Any]:
@@ -145,13 +170,25 @@ def main() -> int:
     dilation: float | str = args.dilation if args.dilation == "auto" else float(args.dilation)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     load0 = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="fedbw-soak-") as tmp:
-        run = soak(args.clients, args.rounds, dilation, Path(tmp))
     out = Path(args.out)
-    doc = write_result(out, run, started, load0, " ".join(["benchmarks/soak.py", *sys.argv[1:]]))
+    command = " ".join(["benchmarks/soak.py", *sys.argv[1:]])
+    from fedbw.errors import ConfigError
+
+    try:
+        soak_config(Path(tempfile.gettempdir()), args.clients, args.rounds, dilation)  # bad sizes: one line, exit 2
+    except ConfigError as exc:
+        print(f"benchmarks/soak.py: {exc}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="fedbw-soak-") as tmp:
+        run = soak(args.clients, args.rounds, dilation, Path(tmp),
+                   on_round=lambda so_far: write_result(out, so_far, started, load0, command))
+    doc = write_result(out, run, started, load0, command)
     print(_table(doc))
     print(f"# {args.clients} clients x {args.rounds} rounds, SecAgg+, dilation {dilation}: {doc['wall_s']} s; "
           f"verdicts {doc['verdicts']}; wrote {out}")
+    if run["interrupted"]:
+        print(f"# {run['interrupted']}: the rounds above are kept in {out}")
+        return 130 if run["interrupted"].startswith("interrupted") else 1
     return 0 if doc["verdicts"]["ok"] else 1
 
 

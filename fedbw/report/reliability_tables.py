@@ -64,6 +64,13 @@ def shaper_cpu_markdown(data: dict[str, Any]) -> str:
               "(goodput ≥ 99 %) and uses the measured figure.\n")
 
 
+def _rounds_run(data: dict[str, Any]) -> str:
+    """The soak's rounds: "20", or "12 of 20" for a soak stopped before its end."""
+    if not data.get("interrupted"):
+        return str(data["rounds"])
+    return f"{len(data['per_round'])} of {data['rounds']}"
+
+
 def soak_markdown(data: dict[str, Any]) -> str:
     """The soak: per round, what the run's processes held; then what was left."""
     mib = 2 ** 20
@@ -79,12 +86,13 @@ def soak_markdown(data: dict[str, Any]) -> str:
     mach = data.get("machine", {})
     return (md_table(["round", "at", "processes", "fds", "threads", "RSS MiB", "long-lived MiB", "fedbw fds",
                       "fedbw threads"], rows)
-            + f"\n{data['clients']} clients × {data['rounds']} rounds, SecAgg+, dilation {data['dilation']}, "
+            + f"\n{data['clients']} clients × {_rounds_run(data)} rounds, SecAgg+, dilation {data['dilation']}, "
               f"{fmt_s(data['wall_s'])} in all; long-lived memory grew "
               f"{'-' if growth is None else f'{100 * growth:+.1f} %'} from round 2 to the last (bound "
               f"{100 * v['rss_growth_bound']:.0f} %); verdict: {'no leak' if v['ok'] else '**leak or growth**'}. "
               f"Run {data.get('started', '?')}, {mach.get('cores', '?')} cores, load "
-              f"{(mach.get('loadavg_start') or [0])[0]:.1f} at the start.\n")
+              f"{(mach.get('loadavg_start') or [0])[0]:.1f} at the start."
+            + (f" Stopped early: {data['interrupted']}." if data.get("interrupted") else "") + "\n")
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -34,6 +34,9 @@ RAPID_CONNECTS = 1000
 #: What the shaper process may grow by under all of it (its queues are bounded per pipe, 4 MiB at
 #: most for an unpaced one; the ledger keeps one small record per connection).
 RSS_GROWTH_BOUND_MIB = 64
+#: issue 15: other clients' links keep their rate within 2 % (points of the link's rate, against the
+#: victim alone through the same shaper)
+VICTIM_TOLERANCE_PCT = 2.0
 
 
 class _Upstream:
@@ -169,11 +172,12 @@ def test_hostile_clients_do_not_disturb_other_links(tmp_path: Path, reliability)
     reliability.tried = (f"the shaper (own process) beside a {VICTIM_MBPS:g} Mbps bulk upload: garbage bytes, 50 "
                          f"half-open connections, {RAPID_CONNECTS} rapid connects/resets, a client that never reads, "
                          "one that sends without end (attackers in a process of their own)")
-    # What is asserted: the shaper stays up, every rapid connect is served, memory stays bounded. The
-    # victim's rate is measured beside the victim alone and recorded, not asserted: issue 15's "within
-    # 2 %" is not met on this shared 2-core host (docs/reliability.md shows the figures of the last run).
+    # What is asserted: the shaper stays up, every rapid connect is served, memory stays bounded, and the
+    # victim's rate under attack is within VICTIM_TOLERANCE_PCT points of the same victim alone, measured
+    # through the same shaper a few seconds before (the control takes the host's own state out).
     reliability.kept = (f"shaper up; all rapid connects served; shaper memory growth ≤ {RSS_GROWTH_BOUND_MIB} MiB; "
-                        "the victim's rate measured beside the victim alone (recorded, not yet held to 2 %)")
+                        f"the victim's rate within {VICTIM_TOLERANCE_PCT:g} % of the victim alone (same shaper, "
+                        "the minute before)")
     seconds = MEASURE_TO_S + 0.5
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root}
@@ -233,3 +237,5 @@ def test_hostile_clients_do_not_disturb_other_links(tmp_path: Path, reliability)
                         host_load_1m=round(os.getloadavg()[0], 1))
     assert rapid_done == RAPID_CONNECTS, f"only {rapid_done} of {RAPID_CONNECTS} rapid connects were served"
     assert growth_mib <= RSS_GROWTH_BOUND_MIB, f"the shaper grew by {growth_mib:.1f} MiB"
+    assert abs(attacked - control) <= VICTIM_TOLERANCE_PCT, (
+        f"under attack the victim got {attacked:.1f} % of its link, alone {control:.1f} %")
