@@ -57,9 +57,10 @@ def soak(clients: int, rounds: int, dilation: float | str, out_dir: Path,
          on_round: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run the soak; returns the per-round counts, the final count and the verdicts.
 
-    Interrupted (Ctrl-C, SIGTERM: the runner stops every process it started), it still counts what was
-    left and returns the rounds it got, with ``interrupted`` saying after how many; ``on_round`` gets the
-    result so far after every round (the CLI writes it, so a killed soak keeps its rows)."""
+    ``status`` is "complete", "interrupted" (Ctrl-C, SIGTERM: the runner stops every process it started)
+    or "failed" (the run's error); a soak that ended early still counts what was left and returns the
+    rounds it got, ``stopped`` saying why. ``on_round`` gets the result so far (status "running") after
+    every round: the CLI writes it, so even a killed soak keeps its rows."""
     from fedbw.errors import RunError
     from fedbw.runner import run_experiment
 
@@ -68,28 +69,28 @@ def soak(clients: int, rounds: int, dilation: float | str, out_dir: Path,
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
 
-    def result_so_far(after: Census, interrupted: str | None) -> dict[str, Any]:
+    def result_so_far(after: Census, status: str, stopped: str | None = None) -> dict[str, Any]:
         return {"clients": clients, "rounds": rounds, "dilation": dilation, "secagg": True,
-                "wall_s": round(time.perf_counter() - t0, 1), "rounds_recorded": len(rows),
-                "interrupted": interrupted, "before": before.as_dict(), "per_round": rows,
-                "after": after.as_dict(), "verdicts": verdicts(before, rows, after)}
+                "wall_s": round(time.perf_counter() - t0, 1), "rounds_recorded": len(rows), "status": status,
+                "stopped": stopped, "before": before.as_dict(), "per_round": rows, "after": after.as_dict(),
+                "verdicts": verdicts(before, rows, after)}
 
     def on_progress(round_index: int, done: int, total: int) -> None:
         if done == total and (not rows or rows[-1]["round"] != round_index):
             c = take_census(marker)
             rows.append({"round": round_index, "t_s": round(time.perf_counter() - t0, 2), **c.as_dict()})
             if on_round is not None:  # "after" is this round's count until the run is over
-                on_round(result_so_far(c, f"running: {len(rows)} of {rounds} rounds done"))
+                on_round(result_so_far(c, "running"))
 
-    interrupted, recorded = None, None
+    status, stopped, recorded = "complete", None, None
     try:
         try:
             result = run_experiment(soak_config(out_dir, clients, rounds, dilation), progress=on_progress)
             recorded = len(result.rounds)
         except KeyboardInterrupt as exc:
-            interrupted = f"interrupted ({exc or 'Ctrl-C'}) after {len(rows)} of {rounds} rounds"
+            status, stopped = "interrupted", f"{exc or 'Ctrl-C'} after {len(rows)} of {rounds} rounds"
         except RunError as exc:  # the run failed (its processes are stopped): keep what it counted
-            interrupted = f"the run failed after {len(rows)} of {rounds} rounds: {str(exc).splitlines()[0]}"
+            status, stopped = "failed", f"after {len(rows)} of {rounds} rounds: {str(exc).splitlines()[0]}"
         wall_s = time.perf_counter() - t0
         deadline = time.monotonic() + SETTLE_S
         while (after := take_census(marker)).processes and time.monotonic() < deadline:
@@ -97,7 +98,7 @@ def soak(clients: int, rounds: int, dilation: float | str, out_dir: Path,
     finally:
         os.environ.pop(MARKER_ENV, None)  # processes started later are not this run's
     run_dirs = sorted(p for p in out_dir.iterdir() if p.is_dir())  # the run's own directory (one per soak)
-    return {**result_so_far(after, interrupted), "wall_s": round(wall_s, 1),
+    return {**result_so_far(after, status, stopped), "wall_s": round(wall_s, 1),
             "rounds_recorded": len(rows) if recorded is None else recorded,
             "run_dir": str(run_dirs[-1]) if run_dirs else None}
 
@@ -161,24 +162,28 @@ def _table(doc: dict[str, Any]) -> str:
 
 
 def main() -> int:
+    from fedbw.errors import ConfigError
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--dilation", default="auto", help='a number from 1 to 60, or "auto" (emulate.dilation)')
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "soak.json"))
     args = ap.parse_args()
-    dilation: float | str = args.dilation if args.dilation == "auto" else float(args.dilation)
-    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    load0 = os.getloadavg()
-    out = Path(args.out)
-    command = " ".join(["benchmarks/soak.py", *sys.argv[1:]])
-    from fedbw.errors import ConfigError
-
+    try:
+        dilation: float | str = args.dilation if args.dilation == "auto" else float(args.dilation)
+    except ValueError:
+        print(f"benchmarks/soak.py: --dilation {args.dilation!r} is neither a number nor \"auto\"", file=sys.stderr)
+        return 2
     try:
         soak_config(Path(tempfile.gettempdir()), args.clients, args.rounds, dilation)  # bad sizes: one line, exit 2
     except ConfigError as exc:
         print(f"benchmarks/soak.py: {exc}", file=sys.stderr)
         return 2
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    load0 = os.getloadavg()
+    out = Path(args.out)
+    command = " ".join(["benchmarks/soak.py", *sys.argv[1:]])
     with tempfile.TemporaryDirectory(prefix="fedbw-soak-") as tmp:
         run = soak(args.clients, args.rounds, dilation, Path(tmp),
                    on_round=lambda so_far: write_result(out, so_far, started, load0, command))
@@ -186,9 +191,9 @@ def main() -> int:
     print(_table(doc))
     print(f"# {args.clients} clients x {args.rounds} rounds, SecAgg+, dilation {dilation}: {doc['wall_s']} s; "
           f"verdicts {doc['verdicts']}; wrote {out}")
-    if run["interrupted"]:
-        print(f"# {run['interrupted']}: the rounds above are kept in {out}")
-        return 130 if run["interrupted"].startswith("interrupted") else 1
+    if run["status"] != "complete":
+        print(f"# {run['status']}, {run['stopped']}: the rounds above are kept in {out}")
+        return 130 if run["status"] == "interrupted" else 1
     return 0 if doc["verdicts"]["ok"] else 1
 
 

@@ -66,7 +66,7 @@ def shaper_cpu_markdown(data: dict[str, Any]) -> str:
 
 def _rounds_run(data: dict[str, Any]) -> str:
     """The soak's rounds: "20", or "12 of 20" for a soak stopped before its end."""
-    if not data.get("interrupted"):
+    if data.get("status", "complete") == "complete":
         return str(data["rounds"])
     return f"{len(data['per_round'])} of {data['rounds']}"
 
@@ -92,7 +92,8 @@ def soak_markdown(data: dict[str, Any]) -> str:
               f"{100 * v['rss_growth_bound']:.0f} %); verdict: {'no leak' if v['ok'] else '**leak or growth**'}. "
               f"Run {data.get('started', '?')}, {mach.get('cores', '?')} cores, load "
               f"{(mach.get('loadavg_start') or [0])[0]:.1f} at the start."
-            + (f" Stopped early: {data['interrupted']}." if data.get("interrupted") else "") + "\n")
+            + ("" if data.get("status", "complete") == "complete"
+               else f" Stopped early ({data['status']}): {data.get('stopped') or 'killed mid-run'}.") + "\n")
 
 
 # ------------------------------------------------------------------------------------------------------------

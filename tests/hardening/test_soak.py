@@ -69,7 +69,7 @@ def soak_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
 def test_small_soak_leaks_nothing(soak_run, reliability) -> None:
     doc, _ = soak_run
     v = doc["verdicts"]
-    assert doc["rounds_recorded"] == ROUNDS and len(doc["per_round"]) == ROUNDS and doc["interrupted"] is None
+    assert doc["rounds_recorded"] == ROUNDS and len(doc["per_round"]) == ROUNDS and doc["status"] == "complete"
     assert v["processes_left"] == 0, doc["after"]
     assert v["own_fds_growth_round2_to_last"] <= 0 and v["own_threads_growth_round2_to_last"] <= 0, v
     first = doc["per_round"][0]
@@ -114,7 +114,7 @@ def test_a_soak_stopped_midway_keeps_its_rounds(tmp_path: Path, reliability) -> 
             proc.wait()
     doc = json.loads(out.read_text())
     assert proc.returncode == 130 and "Traceback" not in said, said[-3000:]
-    assert doc["interrupted"].startswith("interrupted") and 1 <= len(doc["per_round"]) < 6, doc["interrupted"]
+    assert doc["status"] == "interrupted" and 1 <= len(doc["per_round"]) < 6, doc["stopped"]
     assert doc["rounds_recorded"] == len(doc["per_round"]) and doc["after"]["processes"] == 0, doc["after"]
     reliability.measure(rounds_kept=len(doc["per_round"]), exit_after_signal_s=round(time.monotonic() - t_stop, 1))
 
