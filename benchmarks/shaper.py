@@ -7,7 +7,8 @@ Usage: .venv/bin/python benchmarks/shaper.py [--quick] [--loop uvloop|asyncio] [
 The CPU targets (issue 15), the new shaper beside the last committed one, alternating, medians:
   git archive HEAD fedbw | tar -x -C /tmp/fedbw-shaper-base
   .venv/bin/python benchmarks/shaper.py --only 30x32,80x1 --no-kernel --repeat 3 \
-      --baseline-src /tmp/fedbw-shaper-base --out benchmarks/results/shaper-cpu.json
+      --baseline-src /tmp/fedbw-shaper-base --also-quantum-ms 10 --perf-counts \
+      --out benchmarks/results/shaper-cpu.json
 The grant quantum's trade (fewer, larger writes against 0.5 s window accuracy), side by side:
   ... --only 30x32,80x1 --no-kernel --repeat 3 --also-quantum-ms 10 --perf-counts --out /tmp/shaper-quanta.json
 

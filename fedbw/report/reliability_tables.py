@@ -13,7 +13,8 @@ from fedbw.report.format import fmt_s
 RELIABILITY_CMD = ("FEDBW_RELIABILITY_OUT=benchmarks/results/reliability.json "
                    ".venv/bin/python -m pytest -q tests/hardening")
 SHAPER_CPU_CMD = (".venv/bin/python benchmarks/shaper.py --only 30x32,80x1 --no-kernel --repeat 3 "
-                  "--baseline-src /tmp/fedbw-shaper-base --out benchmarks/results/shaper-cpu.json")
+                  "--baseline-src /tmp/fedbw-shaper-base --also-quantum-ms 10 --perf-counts "
+                  "--out benchmarks/results/shaper-cpu.json")
 SOAK_CMD = ".venv/bin/python benchmarks/soak.py"
 
 
@@ -51,17 +52,30 @@ def shaper_cpu_markdown(data: dict[str, Any]) -> str:
                      f"{m['cpu_pct_core_median']:.1f} %", " / ".join(f"{v:.1f}" for v in m["cpu_pct_core_all"]),
                      f"{m['cpu_pct_core_per_full_rate_median']:.1f} %",
                      "-" if bound is None else f"≤ {bound:g} %", verdict, f"{m['goodput_pct_median']:.2f} %",
-                     f"{m['window_pct_min']:.1f}–{m['window_pct_max']:.1f} %", f"{m['loadavg_1m_median']:.1f}"])
+                     f"{m['window_pct_min']:.1f}–{m['window_pct_max']:.1f} %", _kernel_share(m),
+                     _syscalls(m), f"{m['loadavg_1m_median']:.1f}"])
     mach = data.get("machine", {})
     return (md_table(["shaper", "links", "trials", "CPU % of a core (median)", "each trial", "per full rate",
-                      "target", "verdict", "goodput", "0.5 s windows", "host load (1 min)"], rows,
-                     right=set(range(2, 11)))
+                      "target", "verdict", "goodput", "0.5 s windows", "in the kernel", "syscalls / s",
+                      "host load (1 min)"], rows, right=set(range(2, 13)))
             + f"\nRun {data.get('started', '?')} on {mach.get('cpu', '?')}, {mach.get('cores', '?')} cores, uvloop "
               f"{mach.get('uvloop', '-')}; the shaper as its own process (`python -m fedbw.shaper.service`, its "
               "link-series sampler on, 4 connections per link, 10 ms latency), rows of both trees alternating. "
               "*per full rate*: CPU ÷ goodput, what the row would cost if the host had driven its links fully "
               "(an extrapolation, shown beside the measured figure). A verdict needs the links driven fully "
-              "(goodput ≥ 99 %) and uses the measured figure.\n")
+              "(goodput ≥ 99 %) and uses the measured figure. *in the kernel*: system ÷ (user + system) CPU "
+              "time (medians); *syscalls / s*: counted by `perf stat` (`--perf-counts`), where it ran.\n")
+
+
+def _kernel_share(m: dict[str, Any]) -> str:
+    """How much of the proxy's CPU is system time: the part no Python change can remove."""
+    user, system = m.get("cpu_user_pct_core_median"), m.get("cpu_sys_pct_core_median")
+    return "-" if user is None or system is None or user + system <= 0 else f"{100.0 * system / (user + system):.0f} %"
+
+
+def _syscalls(m: dict[str, Any]) -> str:
+    calls = (m.get("events_per_s_median") or {}).get("syscalls")
+    return "-" if calls is None else f"{calls:,.0f}"
 
 
 def _rounds_run(data: dict[str, Any]) -> str:

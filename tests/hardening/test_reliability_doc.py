@@ -58,6 +58,15 @@ def test_shaper_cpu_verdicts_need_fully_driven_links(tmp_path: Path) -> None:
     assert "not judged (goodput 60 %)" in verdict(15.0, 60.0)  # low CPU because few bytes moved
 
 
+def test_shaper_cpu_table_shows_the_kernel_share_and_syscalls(tmp_path: Path) -> None:
+    split = {**_cpu_row("current", 40.0, 100.0), "cpu_user_pct_core_median": 10.0, "cpu_sys_pct_core_median": 30.0,
+             "events_per_s_median": {"syscalls": 12345.6}}
+    root = _root(tmp_path, "shaper-cpu.json", {"medians": [split, _cpu_row("baseline", 40.0, 100.0)]})
+    lines = TABLES["reliability.shaper-cpu"](root).splitlines()
+    assert "| 75 % | 12,346 | 3.0 |" in next(x for x in lines if x.startswith("| current"))
+    assert "| - | - | 3.0 |" in next(x for x in lines if x.startswith("| baseline"))  # older files: no split
+
+
 def test_soak_table_shows_rounds_and_what_was_left(tmp_path: Path) -> None:
     count = {"processes": 7, "fds": 120, "threads": 60, "rss_bytes": 900 * 2**20, "short_lived": 1,
              "rss_long_lived_bytes": 700 * 2**20, "own_fds": 20, "own_threads": 3, "own_rss_bytes": 1}
