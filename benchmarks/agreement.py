@@ -24,6 +24,7 @@ it. Usage: .venv/bin/python benchmarks/agreement.py --case deployment [--rounds 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import statistics
@@ -65,6 +66,68 @@ def run(cfg_dict: dict[str, Any], engine: str, out: Path) -> Any:
     print(f"  {engine}: {len(result.rounds)} round(s) in {time.perf_counter() - t0:.1f} s → {result.run_dir}",
           flush=True)
     return result
+
+
+#: ``--rescale-to-host`` sets it: estimate and simulate get the catalog's CPU constants rescaled to the
+#: host's reference timed around each emulate run.
+RESCALE = [False]
+#: ``--trials N``: emulate runs per deployment case (the reused ones count), averaged: on a shared VM one
+#: run's round moves by a tenth or more from one run to the next.
+TRIALS = [1]
+#: Beside each emulate run: the host's reference (a fresh ClientApp load) before and after it.
+REFERENCE_FILE = "host-reference.json"
+
+
+def emulate_at_host_speed(cfg_dict: dict[str, Any], out: Path, fresh: bool = False) -> tuple[Any, float | None]:
+    """An emulate run with the host's speed measured right before and after it (kept beside the run, so a
+    ``--reuse`` of the run keeps it too); returns the run and the mean reference (None: a reused run that
+    has none). ``fresh``: run it even if a ``--reuse`` directory holds one (another trial)."""
+    from fedbw.calibration.app_start import host_reference_s
+
+    cfg = config_from_dict({**cfg_dict, "engine": "emulate", "output_dir": str(out)})
+    if not fresh and (done := _reused(cfg)) is not None:
+        _note_reused(cfg.name, "emulate", Path(done.run_dir))
+        return done, _host_reference(Path(done.run_dir), None, None)
+    before = host_reference_s()
+    t0 = time.perf_counter()
+    res = run_experiment(cfg)
+    print(f"  emulate: {len(res.rounds)} round(s) in {time.perf_counter() - t0:.1f} s → {res.run_dir}", flush=True)
+    return res, _host_reference(Path(res.run_dir), before, host_reference_s)
+
+
+def _host_reference(run_dir: Path, before: float | None, measure: Any) -> float | None:
+    path = run_dir / REFERENCE_FILE
+    if path.is_file():  # reused: the reference measured when it ran
+        ref = json.loads(path.read_text())
+        return statistics.mean([ref["before_s"], ref["after_s"]])
+    if before is None or measure is None:
+        return None
+    after = measure()
+    path.write_text(json.dumps({"before_s": before, "after_s": after}) + "\n")
+    return statistics.mean([before, after])
+
+
+def model_calibration(out: Path, reference_s: float | None) -> tuple[str | None, float | None]:
+    """The calibration estimate and simulate use beside an emulate run, and the host's reference then ÷
+    the calibration's (None: not known). The catalog's as it is (file None); with ``--rescale-to-host``,
+    its CPU constants × that factor. The rescale is not the default: on this VM the reference, timed
+    around each run, moved by more than the costs the emulate runs measured did."""
+    from fedbw.calibration.file import HOST_REFERENCE, at_host_speed, default_calibration, write_calibration
+
+    cal = default_calibration()
+    own = cal.provenance.get(HOST_REFERENCE)
+    if reference_s is None or not own:
+        return None, None
+    if not RESCALE[0]:
+        return None, reference_s / own
+    scaled = at_host_speed(cal, reference_s)
+    path = out / f"calibration-at-{reference_s:.4f}s.toml"
+    write_calibration(path, scaled)
+    return str(path), scaled.provenance["rescaled_by"]
+
+
+def with_calibration(cfg: dict[str, Any], path: str | None) -> dict[str, Any]:
+    return cfg if path is None else {**cfg, "deployment": {**cfg.get("deployment", {}), "calibration": path}}
 
 
 def scale(out: Path, n: int, dilation: str) -> dict[str, Any]:
@@ -134,33 +197,54 @@ def summarize(transfers: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool, dilation: str,
-               app_rounds: int | None = None) -> dict[str, Any]:
-    """Round times of the three engines (and of the two app paths, ``app_rounds`` each) on the same
-    federation. Flower's poll grids move a quickstart round by seconds from one round to the next, so
-    more rounds average that out where a round is short."""
+               short_rounds: int | None = None) -> dict[str, Any]:
+    """Round times of the three engines (and of the two app paths) on the same federation. Flower's poll
+    grids move a round of a few polls by a whole 3 s step from one round to the next, so the cases whose
+    round is short (fedbw's quickstart shape, the message-API app: ``SHORT_CASES``) run ``short_rounds``
+    rounds each, enough steady rounds for their mean; the link-dominated ones ``rounds``."""
     from fedbw.calibration.file import default_calibration
     from fedbw.engines.emulate import run_app
     from fedbw.engines.simulate.foreign import simulate_app
 
     cases: list[dict[str, Any]] = []
     for name, base in DEPLOYMENT_CASES:
+        r = (short_rounds or rounds) if name in SHORT_CASES else rounds
         for n in clients_list:
-            cfg = {**base, "name": f"{name}-{n}", "training": {**base.get("training", {}), "rounds": rounds},
+            cfg = {**base, "name": f"{name}-{n}", "training": {**base.get("training", {}), "rounds": r},
                    "clients": {**base["clients"], "total": n, "per_round": n}}
             k: Any = "auto" if dilation == "auto" else float(dilation)
-            runs = {engine: run({**cfg, "emulate": {"dilation": k}} if engine == "emulate" else cfg, engine, out)
-                    for engine in ("estimate", "simulate", "emulate")}
-            cases.append(case_row(name, n, {e: r.rounds for e, r in runs.items()}))
+            emu_cfg = {**cfg, "emulate": {"dilation": k}}
+            done = _reused_all(config_from_dict({**emu_cfg, "engine": "emulate", "output_dir": str(out)}))
+            trials = [(t, _host_reference(Path(t.run_dir), None, None)) for t in done[:TRIALS[0]]]
+            for t, _ in trials:
+                _note_reused(cfg["name"], "emulate", Path(t.run_dir))
+            while len(trials) < TRIALS[0]:  # the reused ones first, then new runs
+                trials.append(emulate_at_host_speed(emu_cfg, out, fresh=True))
+            references = [r for _, r in trials if r is not None]
+            cal, factor = model_calibration(out, statistics.mean(references) if references else None)
+            runs = {engine: run(with_calibration(cfg, cal), engine, out) for engine in ("estimate", "simulate")}
+            row = case_row(name, n, {**{e: r.rounds for e, r in runs.items()},
+                                     "emulate": [r for t, _ in trials for r in t.rounds]})
+            row["engines"]["emulate"]["trials_s"] = [
+                statistics.mean(r.round_time_s for r in t.rounds if r.round >= 2) for t, _ in trials]
+            cases.append({**row, "host_speed": factor})
     apps: list[dict[str, Any]] = []
     if not skip_apps:
         for n in [n for n in clients_list if n >= APP_MIN_NODES]:
-            r = app_rounds or rounds
-            sim = _reused_app(f"app-sim-{n}", "simulate --app", r) or simulate_app(
-                QUICKSTART_APP, n, "home-30", rounds=r, out_dir=out / f"app-sim-{n}")
-            emu = _reused_app(f"app-emu-{n}", "emulate --app", r) or run_app(
-                QUICKSTART_APP, n, "home-30", rounds=r, out_dir=out / f"app-emu-{n}",
-                dilation="auto" if dilation == "auto" else float(dilation))
-            apps.append(case_row("message-API quickstart app", n, {"simulate": sim.rounds, "emulate": emu.rounds}))
+            from fedbw.calibration.app_start import host_reference_s
+
+            r = short_rounds or rounds
+            emu = _reused_app(f"app-emu-{n}", "emulate --app", r)
+            before = None if emu else host_reference_s()
+            emu = emu or run_app(QUICKSTART_APP, n, "home-30", rounds=r, out_dir=out / f"app-emu-{n}",
+                                 dilation="auto" if dilation == "auto" else float(dilation))
+            run_dir = Path(getattr(emu, "run_dir", None) or emu.out_dir)  # a reused run, or emulate --app's
+            cal, factor = model_calibration(out, _host_reference(run_dir, before, host_reference_s))
+            sim = _reused_app(f"app-sim-{n}", "simulate --app", r) if cal is None else None
+            sim = sim or simulate_app(QUICKSTART_APP, n, "home-30", rounds=r, out_dir=out / f"app-sim-{n}",
+                                      calibration=cal)
+            apps.append({**case_row("message-API quickstart app", n, {"simulate": sim.rounds, "emulate": emu.rounds}),
+                         "host_speed": factor})
     bound = server_bound(out)
     return {"cases": cases, "apps": apps, "server_bound": bound, "emulate_dilation": dilation,
             "calibration": default_calibration().provenance}
@@ -174,7 +258,9 @@ def case_row(name: str, n: int, rounds_by_engine: dict[str, list[Any]]) -> dict[
         row["engines"][engine] = {
             "round_s": [r.round_time_s for r in rounds], "comm_s": [r.comm_time_s for r in rounds],
             "compute_s": [r.compute_time_s for r in rounds], "framework_s": [r.framework_time_s for r in rounds],
-            "steady_round_s": statistics.mean(r.round_time_s for r in steady) if steady else None}
+            "steady_round_s": statistics.mean(r.round_time_s for r in steady) if steady else None,
+            **{f"steady_{k}_s": statistics.mean(getattr(r, f"{k}_time_s") for r in steady) if steady else None
+               for k in ("comm", "compute", "framework")}}
     ref = row["engines"].get("emulate", {}).get("steady_round_s")
     for engine, v in row["engines"].items():
         v["vs_emulate"] = (v["steady_round_s"] / ref - 1) if ref and v["steady_round_s"] is not None else None
@@ -209,6 +295,8 @@ DEPLOYMENT_CASES: list[tuple[str, dict[str, Any]]] = [
      {"seed": 0, "model": {"name": "resnet18"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"},
       "network": {"profile": "home-50"}}),
 ]
+#: Cases whose round is a few of Flower's polls (framework-dominated): ``--short-rounds`` rounds each.
+SHORT_CASES = frozenset({DEPLOYMENT_CASES[0][0]})
 QUICKSTART_APP = ROOT / "tests" / "engines" / "fixtures" / "quickstart_app"
 #: The fixture, like Flower's templates, uses FedAvg's default min_available_nodes = 2: with one
 #: client its ServerApp waits for a second node for ever.
@@ -231,15 +319,17 @@ def emulation(out: Path, rounds: int, clients_list: list[int], dilations: list[s
     for n in clients_list:
         cfg = {**EMULATION_CONFIG, "name": f"emulation-{n}", "training": {"rounds": rounds},
                "clients": {**EMULATION_CONFIG["clients"], "total": n, "per_round": n}}
-        sim = run(cfg, "simulate", out)
         for k in dilations:
             try:
-                emu = run({**cfg, "emulate": {"dilation": "auto" if k == "auto" else float(k)}}, "emulate", out)
+                emu, reference = emulate_at_host_speed(
+                    {**cfg, "emulate": {"dilation": "auto" if k == "auto" else float(k)}}, out)
             except FedbwError as exc:  # one failed run is a row that says so, not a lost benchmark
                 print(f"  emulate failed: {exc}", flush=True)
                 rows.append({"clients": n, "dilation_setting": k, "error": str(exc).splitlines()[0]})
                 continue
-            rows.append(emulation_row(n, sim, emu))
+            cal, factor = model_calibration(out, reference)
+            sim = run(with_calibration(cfg, cal), "simulate", out)
+            rows.append({**emulation_row(n, sim, emu), "host_speed": factor})
     return {"rows": rows, "config": EMULATION_CONFIG, "rounds": rounds}
 
 
@@ -292,7 +382,6 @@ def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
     from fedbw.studies import load_study, run_study
 
     study = load_study(STUDY_FILE, [f"training.rounds={rounds}", f"output_dir={json.dumps(str(out))}"])
-    res = run_study(study)
     # the base's own profile when the study re-times onto it, else the study's first: a row exists for it
     base_profile = study.variants[0].config.network.profile
     profile = base_profile if base_profile in study.profiles else study.profiles[0]
@@ -300,13 +389,17 @@ def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
     rows = []
     for v in study.variants:
         cfg = config_to_dict(v.config)
-        emu = run({**cfg, "name": f"privacy-{v.name}", "emulate": {"dilation": k},
-                   "network": {**cfg["network"], "profile": profile, "mix": None}}, "emulate", out)
+        emu, reference = emulate_at_host_speed({**cfg, "name": f"privacy-{v.name}", "emulate": {"dilation": k},
+                                                "network": {**cfg["network"], "profile": profile, "mix": None}}, out)
+        # the variant's study row, its model at the host's speed while its emulate run ran
+        cal, factor = model_calibration(out, reference)
+        variant = dataclasses.replace(v, config=config_from_dict(with_calibration(cfg, cal)))
+        res = run_study(dataclasses.replace(study, variants=[variant], baseline=v.name))
         sim = next(r for r in res.rows if r.variant == v.name and r.profile == profile)
         steady = [r for r in emu.rounds if r.round >= 2] or emu.rounds
         e_round = statistics.mean(r.round_time_s for r in steady) if steady else None
         host = [r.host for r in emu.rounds if r.host is not None]
-        rows.append({"variant": v.name, "profile": profile, "simulate_round_s": sim.round_time_s,
+        rows.append({"variant": v.name, "profile": profile, "host_speed": factor, "simulate_round_s": sim.round_time_s,
                      "simulate_framework_s": sim.framework_time_s, "emulate_round_s": e_round,
                      "emulate_framework_s": statistics.mean(r.framework_time_s for r in steady) if steady else None,
                      "error": (e_round / sim.round_time_s - 1) if e_round and sim.round_time_s else None,
@@ -356,13 +449,24 @@ def _reused_app(dir_name: str, engine: str, rounds: int) -> Any:
 def _reused(cfg: Any) -> Any:
     """A finished run of the same config in a ``--reuse`` directory (its records, as the run returned
     them), so that an interrupted benchmark resumes instead of measuring every case again."""
+    runs = _reused_all(cfg)
+    return runs[0] if runs else None
+
+
+def _reused_all(cfg: Any) -> list[Any]:
+    """Every finished run of the same config in the ``--reuse`` directories, oldest first (each directory
+    once)."""
     from types import SimpleNamespace
 
     from fedbw.config import config_to_dict
     from fedbw.results.records import load_records
 
-    want = {k: v for k, v in config_to_dict(cfg).items() if k not in ("output_dir", "device")}
-    for d in sorted(p for base in REUSE for p in base.glob(f"{cfg.name}-{cfg.engine}-*")):
+    # emulate's numbers read no deployment model (calibration, poll phase): its runs stay reusable across them
+    skip = ("output_dir", "device") + (("deployment",) if cfg.engine == "emulate" else ())
+    want = {k: v for k, v in config_to_dict(cfg).items() if k not in skip}
+    found = []
+    dirs = {p.resolve(): p for base in REUSE for p in base.glob(f"{cfg.name}-{cfg.engine}-*")}
+    for d in sorted(dirs.values(), key=lambda p: p.name[-15:]):  # the run's start, from its name
         try:
             done = json.loads((d / "resolved_config.json").read_text())
             clients, rounds = load_records(d)
@@ -370,8 +474,8 @@ def _reused(cfg: Any) -> Any:
             continue
         same = all(done.get(k) == v for k, v in want.items() if k in done)  # sections added since: defaults
         if same and len(rounds) == cfg.training.rounds:
-            return SimpleNamespace(rounds=rounds, clients=clients, run_dir=d)
-    return None
+            found.append(SimpleNamespace(rounds=rounds, clients=clients, run_dir=d))
+    return found
 
 
 def main() -> None:
@@ -382,8 +486,14 @@ def main() -> None:
     ap.add_argument("--dilations", default="1,auto", help="emulation: dilations to run, comma-separated (K or auto)")
     ap.add_argument("--dilation", default="auto", help="deployment, privacy, scale: emulate's dilation (K or auto)")
     ap.add_argument("--skip-apps", action="store_true", help="deployment: skip simulate/emulate --app")
-    ap.add_argument("--app-rounds", type=int, default=None,
-                    help="deployment: rounds of simulate/emulate --app (default: --rounds)")
+    ap.add_argument("--short-rounds", type=int, default=None,
+                    help="deployment: rounds of the framework-dominated cases, fedbw's quickstart shape and the "
+                         "message-API app (default: --rounds)")
+    ap.add_argument("--rescale-to-host", action="store_true",
+                    help="estimate and simulate get the catalog's CPU constants rescaled to the host's reference "
+                         "timed around each emulate run (default: the calibration as it is; the factor is recorded)")
+    ap.add_argument("--trials", type=int, default=1,
+                    help="deployment: emulate runs per case, averaged (finished ones in --reuse directories count)")
     ap.add_argument("--scale-clients", type=int, default=16)
     ap.add_argument("--link-params", type=int, default=4_000_000, help="float32 parameters of the link check's app")
     ap.add_argument("--reuse", type=Path, action="append", default=[],
@@ -391,8 +501,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/agreement-<case>.json")
     args = ap.parse_args()
     REUSE.extend(args.reuse)
+    RESCALE[0] = args.rescale_to_host
+    TRIALS[0] = max(1, args.trials)
     report: dict[str, Any] = {"case": args.case, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "machine": machine()}
+    report["rescaled_to_host_speed"] = RESCALE[0]
     if REUSE:  # say so in the data: reused cases ran before this invocation's date
         report["reused_runs_from"] = [str(p) for p in REUSE]
     # the runs stay (git-ignored runs/): a later invocation resumes from them with --reuse
@@ -401,7 +514,7 @@ def main() -> None:
     print(f"runs in {out} (resume an interrupted benchmark with --reuse {out})", flush=True)
     if args.case == "deployment":
         report.update(deployment(out, args.rounds, [int(c) for c in (args.clients or "1,2").split(",")],
-                                 args.skip_apps, args.dilation, args.app_rounds))
+                                 args.skip_apps, args.dilation, args.short_rounds))
     elif args.case == "emulation":
         report.update(emulation(out, args.rounds, [int(c) for c in (args.clients or "2,4,8").split(",")],
                                 args.dilations.split(",")))

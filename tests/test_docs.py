@@ -97,6 +97,20 @@ def test_the_deployment_table_says_which_runs_were_reused_and_when(tmp_path: Pat
     text = TABLES["fidelity.deployment"](_result(tmp_path / "c", "agreement-deployment.json",
                                                  {**data, "reused": reused}))
     assert "1 simulate --app run(s) started 19:07 UTC" in text and "read no calibration" not in text
+    assert "host's reference" not in text and "rescaled" not in text  # rows without a host-speed factor
+    timed = {**data, "cases": [{**data["cases"][0], "host_speed": 0.91},
+                               {**data["cases"][0], "clients": 2, "host_speed": 1.07}]}
+    text = TABLES["fidelity.deployment"](_result(tmp_path / "d", "agreement-deployment.json", timed))
+    assert "took ×0.91–1.07 the calibration's; the model used the calibration as it is" in text
+    text = TABLES["fidelity.deployment"](_result(tmp_path / "e", "agreement-deployment.json",
+                                                 {**timed, "rescaled_to_host_speed": True}))
+    assert "rescaled to this host's speed around each emulate run (×0.91–1.07" in text
+    # several emulate runs of a case: their mean, how many, and their range; parts from the recorded means
+    emu = {**engines["emulate"], "trials_s": [9.0, 11.0], "steady_comm_s": 2.0}
+    text = TABLES["fidelity.deployment"](_result(tmp_path / "f", "agreement-deployment.json",
+                                                 {**data, "cases": [{**data["cases"][0],
+                                                                     "engines": {**engines, "emulate": emu}}]}))
+    assert "| 10.00 s (2 runs: 9.00 s–11.00 s) |" in text and "| 2.00 s / 500.00 ms / 8.50 s |" in text
 
 
 def test_the_privacy_table_judges_each_variant_against_15_percent(tmp_path: Path) -> None:

@@ -69,3 +69,16 @@ def test_the_collector_is_paused_only_inside_the_block_and_restored_as_it_was():
     with pytest.raises(ValueError), collection_paused():
         raise ValueError("an error inside still restores the collector")
     assert gc.isenabled()
+
+
+def test_the_deployment_clock_averages_the_unknown_phases_unless_told_otherwise():
+    """The default model is the mean round over Flower's unknown poll phases (8 lanes); "expected" lays one
+    round at their mean, "sampled" draws them; framework = "none" has no clock."""
+    base = {"engine": "estimate", "clients": {"total": 4, "per_round": 2, "compute": "synthetic"}}
+    clock = build_plan(config_from_dict(base)).deployment_clock()
+    assert clock is not None and clock.phase == "averaged" and len(clock.lanes) == 8
+    one = build_plan(config_from_dict({**base, "deployment": {"poll_phase": "expected"}})).deployment_clock()
+    assert one is not None and len(one.lanes) == 1
+    assert build_plan(config_from_dict({**base, "framework": "none"})).deployment_clock() is None
+    with pytest.raises(ConfigError, match="poll_phase"):
+        config_from_dict({**base, "deployment": {"poll_phase": "median"}})

@@ -42,6 +42,25 @@ def load_time_s(ref: str, app_dir: Path | None, repeats: int = 2) -> float:
     return best
 
 
+def host_reference_s(repeats: int = 3, quiet_below: float = 0.1, wait_s: float = 60.0) -> float:
+    """How fast this host starts a ClientApp now: the best-of-``repeats`` wall time for a fresh process to
+    import Flower's ClientApp entry and load fedbw's ClientApp (Python start, imports: what dominates
+    Flower's per-message CPU), timed once the host's CPUs are below ``quiet_below`` busy over a second (at
+    most ``wait_s`` of waiting): the processes of a run that just ended (Ray's workers, a SuperExec that
+    exits seconds after its SuperNode) would otherwise slow it. ``fedbw calibrate`` records it beside its
+    constants; a comparison made at another moment on a shared VM, whose speed drifts within minutes,
+    times it again to say how fast the host was then (and can rescale the constants by it:
+    :func:`fedbw.calibration.file.at_host_speed`)."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + wait_s
+    while psutil.cpu_percent(interval=1.0) / 100 > quiet_below and time.monotonic() < deadline:
+        pass
+    return load_time_s(FEDBW_CLIENTAPP, None, repeats)
+
+
 def app_clientapp_other_s(calibrated_other_s: float, client_ref: str, app_dir: Path) -> float:
     """The app's ClientApp work before its code runs: fedbw's calibrated one, shifted by the difference
     in load time between the app and fedbw's ClientApp."""

@@ -106,6 +106,30 @@ def _from_dict(data: dict[str, Any], source: str) -> Calibration:
     return Calibration(out, dict(prov), source, secagg)
 
 
+#: The provenance key of the host's speed while the constants were measured (seconds; see
+#: :func:`fedbw.calibration.app_start.host_reference_s`).
+HOST_REFERENCE = "host_reference_s"
+
+
+def at_host_speed(cal: Calibration, reference_s: float) -> Calibration:
+    """``cal`` with every CPU constant rescaled to a host whose reference now takes ``reference_s``: each
+    constant (all of them CPU time) and each SecAgg+ primitive × reference_s / the calibration's own
+    reference. The provenance says by how much and why."""
+    own = cal.provenance.get(HOST_REFERENCE)
+    if not isinstance(own, (int, float)) or own <= 0 or reference_s <= 0:
+        raise ConfigError(f"{cal.source}: no host reference ({HOST_REFERENCE}) to rescale from; "
+                          "recalibrate with this fedbw (`fedbw calibrate`)")
+    factor = reference_s / own
+    consts = {k: dataclasses.replace(c, value=c.value * factor) for k, c in cal.constants.items()}
+    secagg = None
+    if cal.secagg is not None:
+        secagg = SecAggCostConstants.from_json({k: (v * factor if isinstance(v, float) else v)
+                                                for k, v in cal.secagg.to_json().items()})
+    prov = {**cal.provenance, HOST_REFERENCE: reference_s, "rescaled_by": factor,
+            "rescaled_from": f"{cal.source} ({HOST_REFERENCE} {own:.3f} s there, {reference_s:.3f} s now)"}
+    return Calibration(consts, prov, cal.source, secagg)
+
+
 def write_calibration(path: str | Path, cal: Calibration) -> Path:
     """Write ``cal`` as TOML (provenance first, then one table per constant)."""
     from fedbw.tomlvalue import format_value

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from fedbw.calibration.file import Calibration, Constant
+from fedbw.calibration.file import HOST_REFERENCE, Calibration, Constant
 from fedbw.netmodel.flower import MIB, FlowerCosts
 
 #: (model, compute) of the emulated runs: sizes that separate per-message, per-object and per-MiB costs.
@@ -232,9 +232,12 @@ def calibration_dilation(value: float | str = "auto") -> tuple[float, bool]:
 def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: str = "fedbw calibrate",
               workdir: Path | None = None, dilation: float | str = "auto") -> Calibration:
     """Measure Flower's costs on this machine (about 4–8 minutes on 2 cores); see the module docstring."""
+    from fedbw.calibration.app_start import host_reference_s
+
     k, capped = calibration_dilation(dilation)
     steps = len(SYNTHETIC_MODELS) + len(PROBE_PARAMS) + 2
     constants: dict[str, Constant] = {}
+    references = [host_reference_s()]  # the host's speed before, between and after the measurements
     with tempfile.TemporaryDirectory(prefix="fedbw-calibrate-", dir=workdir) as tmp:
         out = Path(tmp)
         messages: list[dict[str, Any]] = []
@@ -248,6 +251,7 @@ def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: st
         constants.update(fit_hops(messages + probes))
         base = FlowerCosts(**{k: c.value for k, c in constants.items()})
         constants.update(fit_process(messages, base))
+        references.append(host_reference_s())
         step(f"emulate {REAL_MODEL} (real training)", steps - 2, steps)
         constants.update(fit_app_setup(_emulated_messages(REAL_MODEL, "real", rounds, out, k)))
     step("time Flower's FedAvg aggregation", steps - 1, steps)
@@ -256,6 +260,7 @@ def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: st
     from fedbw.fl.privacy.costs import measure_secagg_costs
 
     secagg = measure_secagg_costs(repeats=5)
+    references.append(host_reference_s())
     step("done", steps + 1, steps + 1)
-    return Calibration(constants, {**provenance(command), "dilation": k, "devices_cpu_capped": capped},
-                       secagg=secagg)
+    return Calibration(constants, {**provenance(command), "dilation": k, "devices_cpu_capped": capped,
+                                   HOST_REFERENCE: statistics.median(references)}, secagg=secagg)

@@ -20,9 +20,11 @@ class DeploymentConfig(Section):
     calibration: str | None = Field(
         None, description="calibration file written by `fedbw calibrate` (TOML); default: the catalog's, "
                           "measured on the machine docs/catalog.md names")
-    poll_phase: Literal["expected", "sampled"] = Field(
-        "expected", description="phases nobody knows (a SuperNode idle since it started, the SuperExec's poll): "
-                                "their mean, or draws from the run's seed")
+    poll_phase: Literal["averaged", "expected", "sampled"] = Field(
+        "averaged", description="phases nobody knows (a SuperNode idle since it started, the SuperExec's poll): "
+                                "\"averaged\" = the mean round over them (8 lanes of the clock, one per "
+                                "quantile); \"expected\" = one round laid out at their mean; \"sampled\" = "
+                                "draws from the run's seed (one possible run)")
 
 
 class ServerConfig(Section):

@@ -19,8 +19,15 @@ A message's life (docs/methodology.md, "Flower's deployment costs", with the sou
 :class:`DeploymentClock` lays stages on one persistent virtual clock, so every SuperNode's poll grid
 carries over from stage to stage and round to round, as in a real federation. The costs it uses are
 :class:`FlowerCosts`: Flower's intervals (module constants of the pinned version, checked by a test) and
-the CPU costs of this machine (measured by ``fedbw calibrate``). Random phases (an idle SuperNode, the
-SuperExec poll) take their expected value, or a draw from a seeded generator (``sampled``).
+the CPU costs of this machine (measured by ``fedbw calibrate``).
+
+Two phases nobody knows — an idle SuperNode's poll grid, the SuperExec's 1 s poll — are random. Every
+other wait is a step function of them: a reply that reaches the SuperLink a few milliseconds after one of
+the ServerApp's 3 s polls waits a whole interval more. So a round laid out at the mean phase
+(``expected``) is one possible round, and it can sit a whole poll interval from the mean round. The
+default, ``averaged``, lays the federation out once per quadrature node of the phase (``AVERAGED_LANES``
+lanes, each its own persistent clock, phase-locked as a real federation is) and reports the mean of the
+lanes: the expected round. ``sampled`` draws every phase from a seeded generator (one possible run).
 """
 
 from __future__ import annotations
@@ -28,17 +35,19 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
 from fedbw.netmodel.sharing import Flow, finish_times
+from fedbw.netmodel.stage import Exchange, ExchangeClass, MessageTiming, StageMessage, StageTiming, mean_stage
 from fedbw.netmodel.transfer import ClientLink
 
 MIB = 2**20
 #: Where a message's time goes besides the link and training, in order (emulate measures the same).
 FRAMEWORK_PARTS = ("supernode_poll_s", "clientapp_start_s", "app_other_s", "reply_pickup_s", "serverapp_poll_s")
-PHASES = ("expected", "sampled")
+PHASES = ("averaged", "expected", "sampled")
+#: Quadrature nodes of the unknown phases under ``phase = "averaged"``: lanes of the clock, averaged.
+AVERAGED_LANES = 8
 
 
 @dataclass(frozen=True)
@@ -117,11 +126,22 @@ def pull_behind(t_start_s: float, t_first_s: float, t_all_s: float, objects: int
     n = max(1, objects)
     free = [t_start_s] * max(1, costs.object_workers)
     done = t_start_s
-    for i in range(n):
-        avail = t_all_s if i == n - 1 else t_first_s + (t_all_s - t_first_s) * (i + 1) / n
-        w = min(range(len(free)), key=free.__getitem__)
-        free[w] = backoff_until(free[w], avail, costs)
-        done = max(done, free[w])
+    span = t_all_s - t_first_s
+    # the objects already there when the pull starts take no wait: they change no worker's time
+    start = min(n - 1, max(0, math.floor((t_start_s - t_first_s) * n / span))) if span > 0 else 0
+    first, cap = costs.backoff_first_s, costs.backoff_cap_s
+    for i in range(start, n):
+        avail = t_all_s if i == n - 1 else t_first_s + span * (i + 1) / n
+        t = min(free)
+        w = free.index(t)
+        if avail > t:  # Flower's backoff (backoff_until), inlined: this runs once per object
+            delay = first
+            while t < avail:
+                t += delay
+                delay = min(2 * delay, cap)
+            free[w] = t
+        if t > done:
+            done = t
     return done
 
 
@@ -132,135 +152,81 @@ def next_grid_point(anchor_s: float, period_s: float, t_s: float) -> float:
     return anchor_s + math.ceil((t_s - anchor_s) / period_s - 1e-12) * period_s
 
 
-class StageMessage(NamedTuple):
-    """One client's exchange in one stage: the server's message down, the reply up, the training."""
+class _Lane:
+    """One trajectory of a federation's clock: its time, every SuperNode's poll anchor (its pull right after
+    its last reply; absent: idle since it started) and the phase of its unknown polls (None: their mean or
+    a draw)."""
 
-    client_id: int
-    bytes_down: float
-    bytes_up: float
-    objects_down: int
-    objects_up: int
-    compute_s: float = 0.0
-    client_extra_s: float = 0.0  #: the app's own work besides training (e.g. SecAgg+ crypto), seconds
+    __slots__ = ("t_s", "anchors", "u")
 
-
-@dataclass
-class MessageTiming:
-    """One client's exchange laid out: link, training and Flower's parts, each in seconds."""
-
-    client_id: int
-    t_pushed_s: float  #: the ServerApp finished pushing (absolute clock)
-    t_replied_s: float  #: the ServerApp has the reply (absolute clock)
-    t_down_s: float
-    t_compute_s: float
-    t_up_s: float
-    t_down_alone_s: float  #: the download had the server link to itself
-    t_up_alone_s: float
-    parts: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def t_framework_s(self) -> float:
-        return sum(self.parts.values())
-
-
-@dataclass
-class _Exchange:
-    """A class of identical exchanges while a stage is laid out (absolute clock times): clients with the
-    same message, link, CPU and poll grid get the same times up to the ServerApp's pulls, so each time is
-    worked out once per class."""
-
-    m: StageMessage  #: the first member's message (the others differ only in client_id)
-    link: ClientLink
-    anchor_s: float | None  #: the members' SuperNode poll anchor
-    speed: float  #: client CPU relative to the calibration machine
-    members: list[int] = field(default_factory=list)  #: the members' client ids
-    t_pull: float = 0.0  #: the SuperNode's pull that finds the message starts
-    t_down: float = 0.0  #: that pull to every object stored ("Received successfully")
-    t_down_alone: float = 0.0
-    t_app: float = 0.0  #: the ClientApp's code runs (message pulled, FAB installed, app loaded)
-    t_done: float = 0.0  #: the ClientApp's code returns its reply
-    t_ready: float = 0.0  #: the reply is stored on the SuperNode
-    t_sending: float = 0.0  #: the SuperNode starts the upload (the SuperLink knows the reply)
-    t_up: float = 0.0
-    t_up_alone: float = 0.0
-
-    @property
-    def count(self) -> int:
-        return len(self.members)
-
-    @property
-    def t_received(self) -> float:
-        return self.t_pull + self.t_down
-
-    @property
-    def t_sent(self) -> float:
-        return self.t_sending + self.t_up
-
-
-@dataclass
-class StageTiming:
-    """One stage laid out: per class of identical exchanges their shared times, per client its class and
-    when the ServerApp had its reply (the ServerApp pulls replies one after another)."""
-
-    stage: str
-    t_start_s: float  #: the server starts pushing
-    t_end_s: float  #: every reply is in and the server has aggregated: the next stage can start
-    server_s: dict[str, float]  #: push, pulls, aggregation
-    classes: list[MessageTiming] = field(default_factory=list)  #: a class's times (t_replied_s: its first member's)
-    client_ids: list[int] = field(default_factory=list)  #: in the order the messages came
-    class_of: list[int] = field(default_factory=list)  #: each client's index in ``classes``
-    t_replied_s: list[float] = field(default_factory=list)  #: each client's reply at the ServerApp (absolute)
-    t_sent_s: list[float] = field(default_factory=list)  #: per class: the upload's last byte at the SuperLink
-
-    @property
-    def messages(self) -> list[MessageTiming]:
-        """Every client's exchange on its own (its class's times, its own ServerApp poll)."""
-        out = []
-        for cid, j, t_replied in zip(self.client_ids, self.class_of, self.t_replied_s):
-            k = self.classes[j]
-            out.append(MessageTiming(cid, k.t_pushed_s, t_replied, k.t_down_s, k.t_compute_s, k.t_up_s,
-                                     k.t_down_alone_s, k.t_up_alone_s,
-                                     {**k.parts, "serverapp_poll_s": t_replied - self.t_sent_s[j]}))
-        return out
+    def __init__(self, u: float | None) -> None:
+        self.t_s = 0.0
+        self.anchors: dict[int, float] = {}
+        self.u = u
 
 
 class DeploymentClock:
     """One federation's virtual clock: stages one after another, SuperNode poll grids carried along.
 
-    ``phase = "expected"`` gives every unknown phase its mean (an idle SuperNode waits half its poll,
-    a SuperExec half its poll); ``"sampled"`` draws them from ``random.Random(seed)``.
+    ``phase = "averaged"`` runs ``lanes`` copies of the clock, lane q with every unknown phase (an idle
+    SuperNode's grid, the SuperExec's poll) at the quantile (q + ½)/lanes of its distribution, and returns
+    each stage as the mean of the lanes (the expected stage; each lane stays a consistent federation from
+    round to round). ``"expected"`` gives every unknown phase its mean (one lane); ``"sampled"`` draws them
+    from ``random.Random(seed)``. Each client draws its own phases, and a stage waits for its slowest
+    client: a class of n clients alike is laid out as its slowest member, whose phase is the largest of n
+    uniform ones (quantile u^(1/n) in lane u, mean n/(n + 1) of the interval in ``"expected"``).
     """
 
-    def __init__(self, costs: FlowerCosts, phase: str = "expected", seed: int = 0) -> None:
+    def __init__(self, costs: FlowerCosts, phase: str = "expected", seed: int = 0,
+                 lanes: int = AVERAGED_LANES) -> None:
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+        if lanes < 1:
+            raise ValueError(f"lanes must be at least 1, got {lanes}")
         self.costs, self.phase = costs, phase
         self.rng = random.Random(f"{seed}:flower-phases")
-        self.t_s = 0.0
-        #: each SuperNode's poll anchor: its pull right after its last reply (absent: idle since it started)
-        self.anchors: dict[int, float] = {}
+        self.lanes = [_Lane((q + 0.5) / lanes) for q in range(lanes)] if phase == "averaged" else [_Lane(None)]
 
-    def _uniform(self, width_s: float) -> float:
-        return width_s / 2 if self.phase == "expected" else self.rng.uniform(0.0, width_s)
+    @property
+    def t_s(self) -> float:
+        """The clock's time: the end of the last stage (the lanes' mean)."""
+        return sum(lane.t_s for lane in self.lanes) / len(self.lanes)
 
-    def _pull_time(self, anchor_s: float | None, t_visible_s: float, rtt_s: float) -> float:
+    def _phase(self, width_s: float, lane: _Lane, members: int) -> float:
+        """A wait for an unknown phase within ``width_s``: the slowest of ``members`` clients alike (the
+        largest of that many uniform phases), at the lane's quantile, at its mean, or drawn (sampled
+        phases group no clients: one member)."""
+        if lane.u is not None:
+            return width_s * lane.u ** (1.0 / members)
+        if self.phase == "expected":
+            return width_s * members / (members + 1)
+        return self.rng.uniform(0.0, width_s)
+
+    def _pull_time(self, lane: _Lane, e: Exchange, t_visible_s: float) -> float:
         """When the SuperNode's pull that finds a message visible from ``t_visible_s`` starts: its pulls
         start every sleep + one empty pull's round trip."""
-        period = self.costs.supernode_idle_poll_s + rtt_s + self.costs.request_s
-        if anchor_s is None:  # idle since it registered: its grid's phase is unknown
-            return t_visible_s + self._uniform(period)
-        return next_grid_point(anchor_s, period, t_visible_s)
+        period = self.costs.supernode_idle_poll_s + e.link.rtt_s + self.costs.request_s
+        if e.anchor_s is None:  # idle since it registered: its grid's phase is unknown
+            return t_visible_s + self._phase(period, lane, e.count)
+        return next_grid_point(e.anchor_s, period, t_visible_s)
 
     def _classes(self, messages: Sequence[StageMessage], links: Mapping[int, ClientLink],
-                 client_cpu: Mapping[int, float]) -> tuple[list[_Exchange], list[int]]:
+                 client_cpu: Mapping[int, float]) -> tuple[list[ExchangeClass], list[int]]:
         """The stage's classes of identical exchanges, in the order of their first member, and each
-        message's class. With sampled phases every exchange draws its own: no two are alike."""
-        classes: list[_Exchange] = []
-        members: list[list[int]] = []  # each class's client ids (the same lists as the classes' ``members``)
+        message's class. With sampled phases every exchange draws its own: no two are alike. Members share
+        their poll anchor in every lane, so the classes are the same in every lane."""
+        classes: list[ExchangeClass] = []
         class_of: list[int] = []
         index: dict[tuple[object, ...], int] = {}
-        grouped = self.phase == "expected"
-        anchor_of, speed_of = self.anchors.get, client_cpu.get  # once per client: local names save the lookups
+        grouped = self.phase != "sampled"
+        speed_of = client_cpu.get
+        lanes = self.lanes
+        if len(lanes) == 1:  # one lane: its anchor alone (local names save the lookups, once per client)
+            anchor_of = lanes[0].anchors.get
+        else:
+            maps = [lane.anchors for lane in lanes]
+            def anchor_of(cid: int) -> tuple[float | None, ...]:  # noqa: E306 — every lane's anchor
+                return tuple(m.get(cid) for m in maps)
         for m in messages:
             cid = m[0]
             link, speed, anchor = links[cid], speed_of(cid, 1.0), anchor_of(cid)
@@ -268,11 +234,10 @@ class DeploymentClock:
             j = index.get(key, -1) if grouped else -1
             if j < 0:
                 j = len(classes)
-                classes.append(_Exchange(m, link, anchor, speed))
-                members.append(classes[j].members)
+                classes.append(ExchangeClass(m, link, speed, anchor if len(lanes) > 1 else (anchor,), []))
                 if grouped:
                     index[key] = j
-            members[j].append(cid)
+            classes[j].members.append(cid)
             class_of.append(j)
         return classes, class_of
 
@@ -284,26 +249,48 @@ class DeploymentClock:
 
         ``client_cpu[cid]`` / ``server_cpu`` divide the CPU costs (2.0 = twice as fast as the calibration
         machine; a client absent from ``client_cpu`` is as fast as it). ``server_extra_s`` is server work
-        after the replies (e.g. SecAgg+ unmasking).
+        after the replies (e.g. SecAgg+ unmasking). With several lanes the stage is their mean.
         """
-        c = self.costs
-        t0 = self.t_s
         if not messages:
+            t0 = self.t_s
             return StageTiming(stage, t0, t0, {})
-        ex, class_of = self._classes(messages, links, client_cpu or {})
+        classes, class_of = self._classes(messages, links, client_cpu or {})
+        lanes = [self._lay_stage(lane, i, stage, classes, server_up_bytes_per_s, server_down_bytes_per_s,
+                                 server_cpu, server_extra_s, aggregate)
+                 for i, lane in enumerate(self.lanes)]
+        st = lanes[0] if len(lanes) == 1 else mean_stage(lanes)
+        # the ServerApp pulls a class's replies one after another from its class's start: each member's own
+        pull_each = [self.costs.local_cpu_s(k.m.bytes_up) / server_cpu for k in classes]
+        batch = [t.t_replied_s - p for t, p in zip(st.classes, pull_each)]  # a class's first pull starts
+        rank = [0] * len(classes)
+        replied = []
+        for j in class_of:
+            rank[j] += 1
+            replied.append(batch[j] + pull_each[j] * rank[j])
+        st.client_ids, st.class_of, st.t_replied_s = [m[0] for m in messages], class_of, replied
+        return st
+
+    def _lay_stage(self, lane: _Lane, i: int, stage: str, classes: list[ExchangeClass], server_up_bytes_per_s: float,
+                   server_down_bytes_per_s: float, server_cpu: float, server_extra_s: float,
+                   aggregate: bool) -> StageTiming:
+        """One lane's stage, class by class (``i``: the lane's index in the classes' anchors); each class's
+        ``t_replied_s`` is its first member's, the clients' own are filled in by :meth:`run_stage`."""
+        c = self.costs
+        t0 = lane.t_s
+        ex = [Exchange(k.m, k.link, k.anchors[i], k.speed, k.members) for k in classes]
         # 1. the server pushes: the shared message body (the global model) goes to the SuperLink once
         push_s = (c.hop_message_s + c.local_cpu_s(max(e.m.bytes_down for e in ex))) / server_cpu
         t_pushed = t0 + push_s
         # 2. each SuperNode's pull (visible at once, objects once pushed); downloads share the server uplink
         for e in ex:
-            e.t_pull = backoff_until(self._pull_time(e.anchor_s, t0, e.link.rtt_s), t_pushed, c)
+            e.t_pull = backoff_until(self._pull_time(lane, e, t0), t_pushed, c)
         self._transfer(ex, "down", server_up_bytes_per_s)
         # 3-4. the SuperExec (polling) launches a ClientApp process at "Receiving"; it pulls the message
         #      from the SuperNode (backing off if the download is not done), runs, hands the reply back;
         #      the SuperNode's reply poll, anchored at "Received", notices it
         for e in ex:
             m, s = e.m, e.speed
-            t_running = e.t_pull + self._uniform(c.superexec_poll_s) + c.clientapp_start_s / s
+            t_running = e.t_pull + self._phase(c.superexec_poll_s, lane, e.count) + c.clientapp_start_s / s
             t_has = pull_behind(t_running, e.t_pull, e.t_received, m.objects_down, c) + c.local_cpu_s(m.bytes_down) / s
             e.t_app = t_has + c.clientapp_other_s / s
             e.t_done = e.t_app + m.client_extra_s + m.compute_s
@@ -312,32 +299,28 @@ class DeploymentClock:
             e.t_sending = e.t_received + max(polls, 0) * c.reply_poll_s
         # 5. uploads share the server's downlink; each SuperNode pulls again at once after its reply
         self._transfer(ex, "up", server_down_bytes_per_s)
-        anchors = self.anchors
+        anchors = lane.anchors
         for e in ex:
             anchors.update(dict.fromkeys(e.members, e.t_sent))
         # 6. the ServerApp polls from its push on; every reply in: aggregate
-        replied = self._serverapp_polls(ex, class_of, t_pushed, server_cpu)
-        t_last = max(replied)
-        bytes_up = [e.m.bytes_up for e in ex]
-        agg_s = ((c.aggregate_base_s + c.aggregate_s_per_mib * sum(map(bytes_up.__getitem__, class_of)) / MIB)
+        pull_each = [c.local_cpu_s(e.m.bytes_up) / server_cpu for e in ex]
+        starts = self._serverapp_polls(ex, pull_each, t_pushed)
+        t_last = max(t + p * e.count for t, p, e in zip(starts, pull_each, ex))
+        agg_s = ((c.aggregate_base_s + c.aggregate_s_per_mib * sum(e.m.bytes_up * e.count for e in ex) / MIB)
                  / server_cpu if aggregate else 0.0)
         t_end = t_last + agg_s + server_extra_s
-        first: dict[int, int] = {}  # each class's first member
-        for k, j in enumerate(class_of):
-            first.setdefault(j, k)
-        timings = [MessageTiming(e.m.client_id, t_pushed, replied[first[j]], e.t_down, e.m.compute_s, e.t_up,
+        timings = [MessageTiming(e.m.client_id, t_pushed, t + p, e.t_down, e.m.compute_s, e.t_up,
                                  e.t_down_alone, e.t_up_alone,
                                  {"supernode_poll_s": e.t_pull - t_pushed, "clientapp_start_s": e.t_app - e.t_received,
                                   "app_other_s": e.m.client_extra_s, "reply_pickup_s": e.t_sending - e.t_done})
-                   for j, e in enumerate(ex)]
-        pulls = [c.local_cpu_s(b) for b in bytes_up]
-        pull_s = sum(map(pulls.__getitem__, class_of)) / server_cpu
-        self.t_s = t_end
+                   for e, t, p in zip(ex, starts, pull_each)]
+        pull_s = sum(p * e.count for p, e in zip(pull_each, ex))
+        lane.t_s = t_end
         return StageTiming(stage, t0, t_end, {"push_s": push_s, "pull_s": pull_s, "aggregate_s": agg_s,
                                               "extra_s": server_extra_s}, timings,
-                           [m[0] for m in messages], class_of, replied, [e.t_sent for e in ex])
+                           t_sent_s=[e.t_sent for e in ex])
 
-    def _transfer(self, ex: list[_Exchange], direction: str, server_bytes_per_s: float) -> None:
+    def _transfer(self, ex: list[Exchange], direction: str, server_bytes_per_s: float) -> None:
         """Lay every class's transfer in ``direction`` on its own link and the shared server link.
 
         A transfer is its requests' round trips (metadata, then the objects ``object_workers`` at a time,
@@ -361,29 +344,25 @@ class DeploymentClock:
             else:
                 e.t_up, e.t_up_alone = shared, solo
 
-    def _serverapp_polls(self, ex: list[_Exchange], class_of: list[int], t_pushed: float,
-                         server_cpu: float) -> list[float]:
-        """When the ServerApp has each client's reply: it pulls right after its push, then a poll interval
-        after the end of each pull, taking every reply the SuperLink knows, one after another; a reply
-        still uploading is pulled object by object behind its upload (:func:`pull_behind`)."""
+    def _serverapp_polls(self, ex: list[Exchange], pull_each: list[float], t_pushed: float) -> list[float]:
+        """When the ServerApp starts pulling each class's replies: it pulls right after its push, then a poll
+        interval after the end of each pull, taking every reply the SuperLink knows, one after another (a
+        class's members, visible together, one after another at ``pull_each`` apiece); a reply still
+        uploading is pulled object by object behind its upload (:func:`pull_behind`)."""
         c = self.costs
-        sending = [e.t_sending for e in ex]
-        sent = [e.t_sent for e in ex]
-        objects = [e.m.objects_up for e in ex]
-        pull_cpu = [c.local_cpu_s(e.m.bytes_up) / server_cpu for e in ex]
-        # clients in the order their replies reach the SuperLink (ties: message order)
-        order = sorted(range(len(class_of)), key=[sending[j] for j in class_of].__getitem__)
-        replied = [0.0] * len(class_of)
+        # classes in the order their replies reach the SuperLink (ties: the order of their first members)
+        order = sorted(range(len(ex)), key=[e.t_sending for e in ex].__getitem__)
+        starts = [0.0] * len(ex)
         t, pos, n = t_pushed, 0, len(order)
         while pos < n:
-            visible, t_poll = 0, t  # the replies the SuperLink knows when this poll's pull starts
-            while pos < n and sending[j := class_of[order[pos]]] <= t_poll:
-                if sent[j] > t:  # still uploading: pulled behind it
-                    t = pull_behind(t, sending[j], sent[j], objects[j], c)
-                t += pull_cpu[j]
-                replied[order[pos]] = t
+            visible, t_poll = False, t  # the replies the SuperLink knows when this poll's pull starts
+            while pos < n and (e := ex[j := order[pos]]).t_sending <= t_poll:
+                if e.t_sent > t:  # still uploading: pulled behind it
+                    t = pull_behind(t, e.t_sending, e.t_sent, e.m.objects_up, c)
+                starts[j] = t
+                t += pull_each[j] * e.count
                 pos += 1
-                visible += 1
+                visible = True
             if pos < n:
                 t += (0.0 if visible else c.request_s) + c.serverapp_poll_s
-        return replied
+        return starts

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import statistics
 from pathlib import Path
 from typing import Any
 
+from fedbw.report.agreement_notes import reused_note, speed_note
 from fedbw.report.doc_blocks import BY_RESULT, md_table, result_table, table
 from fedbw.report.format import fmt_s
 from fedbw.report.framework_parts import framework_parts_table
@@ -19,9 +19,20 @@ def _pct(v: float | None) -> str:
 
 
 def _steady(v: dict[str, Any], key: str) -> float | None:
+    """An engine's steady-round mean of ``key`` (comm_s, …): recorded, or rounds 2 and later of one run."""
+    if f"steady_{key}" in v:
+        return v[f"steady_{key}"]
     values = v.get(key) or []
     steady = values[1:] or values
     return statistics.mean(steady) if steady else None
+
+
+def _round_cell(v: dict[str, Any]) -> str:
+    """An engine's steady round; for emulate over several runs, their number and range beside it."""
+    trials = v.get("trials_s") or []
+    if len(trials) < 2:
+        return fmt_s(v["steady_round_s"])
+    return f"{fmt_s(v['steady_round_s'])} ({len(trials)} runs: {fmt_s(min(trials))}–{fmt_s(max(trials))})"
 
 
 def _engine_rows(cases: list[dict[str, Any]], engines: tuple[str, ...]) -> list[list[str]]:
@@ -29,7 +40,7 @@ def _engine_rows(cases: list[dict[str, Any]], engines: tuple[str, ...]) -> list[
     for c in cases:
         e = c["engines"]
         cells = [c["case"], str(c["clients"])]
-        cells += [fmt_s(e[k]["steady_round_s"]) if k in e else "-" for k in engines]
+        cells += [_round_cell(e[k]) if k in e else "-" for k in engines]
         cells += [_pct(e[k]["vs_emulate"]) if k in e else "-" for k in engines if k != "emulate"]
         ref = e.get("emulate", {})
         cells += [f"{fmt_s(_steady(ref, 'comm_s'))} / {fmt_s(_steady(ref, 'compute_s'))} / "
@@ -47,7 +58,8 @@ def deployment_markdown(data: dict[str, Any]) -> str:
     cal = data.get("calibration", {})
     return (text + f"\nSteady rounds (2 and later) of each run, means; measured {data['date']} on {data['machine']}; "
             f"Flower costs from the catalog's calibration ({cal.get('created_utc', '?')}, {cal.get('machine', '?')})."
-            + _reused_note(data.get("reused") or []) + "\n\n" + _rounds_verdict(data["cases"]))
+            + speed_note(data, data["cases"]) + reused_note(data.get("reused") or []) + "\n\n"
+            + _rounds_verdict(data["cases"]))
 
 
 #: issue 10: estimate's and simulate's whole rounds within 10 % of emulate's
@@ -76,26 +88,6 @@ def _rounds_verdict(cases: list[dict[str, Any]]) -> str:
                         ROUND_TARGET, "steady rounds", "pair")
 
 
-def _reused_note(reused: list[dict[str, Any]]) -> str:
-    """Which runs an earlier run of the benchmark measured (``--reuse``), and when they started (their
-    environment.json, else the time in their directory's name): those numbers are older than the table's
-    date."""
-    if not reused:
-        return ""
-    by_engine: dict[str, list[str]] = {}
-    for r in reused:
-        if r.get("started_utc"):  # the run's environment.json: 2026-12-01T18:12:04Z
-            hhmm = r["started_utc"][11:16]
-        else:
-            stamp = re.search(r"-\d{8}-(\d{2})(\d{2})\d{2}$", r["run_dir"])
-            hhmm = f"{stamp.group(1)}:{stamp.group(2)}" if stamp else "?"
-        by_engine.setdefault(r["engine"], []).append(hhmm)
-    parts = [f"{len(t)} {e} run(s) started {min(t)}" + (f"–{max(t)}" if max(t) != min(t) else "") + " UTC"
-             for e, t in sorted(by_engine.items())]
-    why = " (emulate's round times read no calibration)" if set(by_engine) == {"emulate"} else ""
-    return " Reused from an earlier run of this benchmark (`--reuse`), not run again: " + "; ".join(parts) + why + "."
-
-
 @result_table("fidelity.apps", "agreement-deployment.json", AGREEMENT_CMD, needs="apps")
 def _fidelity_apps(data: dict[str, Any]) -> str:
     head = ["app", "clients", "rounds", "simulate --app", "emulate --app", "simulate vs emulate",
@@ -109,8 +101,8 @@ def _fidelity_apps(data: dict[str, Any]) -> str:
                      f"{fmt_s(_steady(ref, 'comm_s'))} / {fmt_s(_steady(ref, 'compute_s'))} / "
                      f"{fmt_s(_steady(ref, 'framework_s'))}",
                      " / ".join(", ".join(f"{t:.1f}" for t in e[k]["round_s"][1:]) + " s" for k in ("simulate", "emulate"))])
-    return (md_table(head, rows, right={1, 2, 3, 4, 5}) + "\nSteady rounds (2 and later), means.\n\n"
-            + _rounds_verdict(data["apps"]))
+    return (md_table(head, rows, right={1, 2, 3, 4, 5}) + "\nSteady rounds (2 and later), means."
+            + speed_note(data, data["apps"]) + "\n\n" + _rounds_verdict(data["apps"]))
 
 
 @result_table("fidelity.server-bound", "agreement-deployment.json", AGREEMENT_CMD, needs="server_bound")
@@ -164,7 +156,7 @@ def emulation_markdown(data: dict[str, Any]) -> str:
             + f"\n{cfg.get('model', {}).get('name', '?')} on {cfg.get('network', {}).get('profile', '?')}, synthetic "
               f"compute ({cfg.get('clients', {}).get('device_profile', '?')}), {data.get('rounds', '?')} rounds; round "
               f"figures are means of rounds 2 and later; errors are |emulate / simulate − 1|. Measured {data['date']} "
-              f"on {data['machine']}.\n\n" + _emulation_verdict(data["rows"]))
+              f"on {data['machine']}.{speed_note(data, data['rows'])}\n\n" + _emulation_verdict(data["rows"]))
 
 
 def _emulation_verdict(rows: list[dict[str, Any]]) -> str:
@@ -326,7 +318,7 @@ def privacy_check_markdown(data: dict[str, Any]) -> str:
              _frac(r["host_share"]), f"{r['host_bound_rounds']} of {r['emulate_rounds']}"] for r in data["rows"]]
     return (md_table(head, rows, right={2, 3, 4, 5, 6, 7, 8})
             + f"\n`{data['study']}` with {data['rounds']} rounds; means of rounds 2 and later. Measured {data['date']} "
-              f"on {data['machine']}.{_reused_note(data.get('reused') or [])}\n\n"
+              f"on {data['machine']}.{speed_note(data, data['rows'])}{reused_note(data.get('reused') or [])}\n\n"
             + _target_line([(r["error"], r["variant"]) for r in data["rows"] if r.get("error") is not None],
                            PRIVACY_TARGET, "each variant's round", "variant")
             + framework_parts_table(data["rows"]))

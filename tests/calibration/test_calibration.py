@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fedbw.calibration.file import Calibration, Constant, default_calibration, load_costs, read_calibration, write_calibration
+from fedbw.calibration.file import (HOST_REFERENCE, Calibration, Constant, at_host_speed, default_calibration, load_costs,
+                                   read_calibration, write_calibration)
 from fedbw.calibration.measure import fit_hops, fit_process, nonnegative_lstsq
 from fedbw.errors import ConfigError
 from fedbw.netmodel.flower import MIB, FlowerCosts
@@ -102,3 +103,22 @@ def test_the_shipped_default_is_a_real_calibration_of_every_cpu_cost() -> None:
         "backoff_cap_s", "object_workers"}  # Flower's own intervals, read from its source
     assert cpu - {"secagg"} <= set(cal.constants), f"not calibrated: {sorted(cpu - {'secagg'} - set(cal.constants))}"
     assert cal.secagg is not None and cal.costs().secagg == cal.secagg  # SecAgg+'s crypto, for its stages
+    assert cal.provenance.get(HOST_REFERENCE, 0) > 0  # the host's speed then: comparisons rescale from it
+
+
+def test_a_calibration_rescaled_to_the_host_speed_now(tmp_path: Path) -> None:
+    """A host whose reference ClientApp load takes 1.5× as long now gets every CPU constant and SecAgg+
+    primitive 1.5× as long; the provenance says by how much and from what."""
+    crypto = default_calibration().secagg
+    assert crypto is not None
+    cal = Calibration({"clientapp_start_s": Constant(2.0, 0.1, 9, "by hand"), "request_s": Constant(0.01)},
+                      {"created_utc": "then", HOST_REFERENCE: 1.2}, "cal.toml", secagg=crypto)
+    slow = at_host_speed(cal, 1.8)
+    assert slow.constants["clientapp_start_s"].value == pytest.approx(3.0)
+    assert slow.constants["clientapp_start_s"].spread == 0.1 and slow.constants["request_s"].value == pytest.approx(0.015)
+    assert slow.secagg is not None and slow.secagg.ecdh_s == pytest.approx(1.5 * crypto.ecdh_s)
+    assert slow.provenance["rescaled_by"] == pytest.approx(1.5) and slow.provenance[HOST_REFERENCE] == 1.8
+    back = read_calibration(write_calibration(tmp_path / "slow.toml", slow))  # a file the model reads
+    assert back.costs().clientapp_start_s == pytest.approx(3.0)
+    with pytest.raises(ConfigError, match="no host reference"):
+        at_host_speed(Calibration({}, {"created_utc": "old"}), 1.0)

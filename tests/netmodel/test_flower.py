@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from fedbw.netmodel.flower import (DeploymentClock, FlowerCosts, StageMessage, backoff_until,
-                                   next_grid_point)
+from fedbw.netmodel.flower import DeploymentClock, FlowerCosts, backoff_until, next_grid_point
+from fedbw.netmodel.stage import StageMessage
 from fedbw.netmodel.transfer import ClientLink
 
 #: Costs with every CPU term at zero: only Flower's intervals and the link remain.
@@ -115,3 +115,68 @@ def test_a_pull_behind_an_upload_retries_object_by_object():
     assert pull_behind(12.0, 0.0, 10.0, 10, c) == 12.0  # everything already there
     # one object: exactly Flower's single backoff chain
     assert pull_behind(1.0, 0.0, 3.0, 1, c) == backoff_until(1.0, 3.0, c)
+
+
+def test_averaged_lanes_are_the_mean_round_over_the_unknown_phase():
+    """Lane q puts the idle node's grid and the SuperExec's poll at the phase u = (q + ½)/8 of their
+    intervals; the stage is the lanes' mean. By hand, with every CPU cost zero and 2 s of training: the node
+    pulls at 3u, the ClientApp runs u later, the reply poll (every 0.5 s from "Received") sends at
+    3u + ⌈(u + 2)/0.5⌉·0.5, and the ServerApp, polling at 0, 3, 6 s, has it at the next multiple of 3."""
+    msgs = [StageMessage(0, 1000, 1000, 1, 1, compute_s=2.0)]
+    ends = []
+    for q in range(8):
+        u = (q + 0.5) / 8
+        sending = 3 * u + math.ceil((u + 2.0) / 0.5) * 0.5
+        ends.append(3.0 * math.ceil(sending / 3.0))
+    assert ends == [3.0] + [6.0] * 7  # the first lane's reply makes the 3 s poll
+    st = DeploymentClock(FREE, "averaged").run_stage("fit", msgs, {0: FAST})
+    assert st.t_end_s == pytest.approx(sum(ends) / 8, abs=1e-3)  # 5.625 s
+    # laid out at the mean phase instead, the reply misses the 3 s poll: one possible round, not the mean
+    assert DeploymentClock(FREE, "expected").run_stage("fit", msgs, {0: FAST}).t_end_s == pytest.approx(6.0, abs=1e-3)
+    (m,) = st.messages  # every part is the lanes' mean, so the parts still add up to the stage
+    assert m.parts["supernode_poll_s"] == pytest.approx(1.5)
+    total = m.t_down_s + m.t_compute_s + m.t_up_s + sum(m.parts.values())
+    assert total == pytest.approx(st.t_end_s - m.t_pushed_s, abs=1e-6)
+
+
+def test_each_lane_carries_its_own_poll_grids_to_the_next_stage():
+    """The next stage of the averaged clock is the mean of each lane's own next stage — not a stage laid
+    out from the mean times (a lane whose reply made the early poll is pushed 3 s earlier and its node's
+    grid, anchored at its own last reply, moves with it)."""
+    msgs = [StageMessage(0, 1000, 1000, 1, 1, compute_s=2.0)]
+    averaged = DeploymentClock(FREE, "averaged")
+    lanes = [DeploymentClock(FREE, "averaged", lanes=1) for _ in range(8)]
+    for q, lane in enumerate(lanes):  # one clock per phase, by hand
+        lane.lanes[0].u = (q + 0.5) / 8
+    for _ in range(3):
+        st = averaged.run_stage("fit", msgs, {0: FAST})
+        ends = [lane.run_stage("fit", msgs, {0: FAST}).t_end_s for lane in lanes]
+        assert st.t_end_s == pytest.approx(sum(ends) / 8, abs=1e-9)
+    with pytest.raises(ValueError):
+        DeploymentClock(FREE, "averaged", lanes=0)
+
+
+def test_averaged_clients_alike_stay_one_class():
+    msgs = [StageMessage(cid, 1000, 1000, 1, 1, compute_s=2.0) for cid in range(5)]
+    clock = DeploymentClock(FREE, "averaged")
+    for _ in range(2):
+        st = clock.run_stage("fit", msgs, {cid: FAST for cid in range(5)})
+        assert len(st.classes) == 1 and st.class_of == [0] * 5
+
+
+def test_a_class_of_clients_alike_waits_for_its_slowest_member():
+    """Each client draws its own unknown phases and the stage waits for the slowest: a class of n clients
+    alike is laid out with the largest of n uniform phases — at its mean n/(n + 1) of the interval
+    ("expected"), at the quantile u^(1/n) in lane u ("averaged")."""
+    msgs = [StageMessage(cid, 1000, 1000, 1, 1, compute_s=2.0) for cid in range(5)]
+    links = {cid: FAST for cid in range(5)}
+    (m, *_) = DeploymentClock(FREE, "expected").run_stage("fit", msgs, links).messages
+    assert m.parts["supernode_poll_s"] == pytest.approx(3.0 * 5 / 6)  # idle nodes: the last of 5 pulls
+    assert m.parts["clientapp_start_s"] == pytest.approx(5 / 6, abs=1e-5)  # the last of 5 SuperExec polls
+    (a, *_) = DeploymentClock(FREE, "averaged").run_stage("fit", msgs, links).messages
+    lanes = [((q + 0.5) / 8) ** (1 / 5) for q in range(8)]
+    assert a.parts["supernode_poll_s"] == pytest.approx(3.0 * sum(lanes) / 8)
+    assert a.parts["clientapp_start_s"] == pytest.approx(sum(lanes) / 8, abs=1e-5)
+    # one client alone: the mean phase, as before
+    (one,) = DeploymentClock(FREE, "expected").run_stage("fit", msgs[:1], {0: FAST}).messages
+    assert one.parts["supernode_poll_s"] == pytest.approx(1.5)
