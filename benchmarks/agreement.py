@@ -74,6 +74,8 @@ RESCALE = [False]
 #: ``--trials N``: emulate runs per deployment case (the reused ones count), averaged: on a shared VM one
 #: run's round moves by a tenth or more from one run to the next.
 TRIALS = [1]
+#: ``--calibration FILE``: the calibration estimate and simulate use (None: the catalog's).
+CALIBRATION: list[Path | None] = [None]
 #: Beside each emulate run: the host's reference (a fresh ClientApp load) before and after it.
 REFERENCE_FILE = "host-reference.json"
 
@@ -109,21 +111,37 @@ def _host_reference(run_dir: Path, before: float | None, measure: Any) -> float 
 
 def model_calibration(out: Path, reference_s: float | None) -> tuple[str | None, float | None]:
     """The calibration estimate and simulate use beside an emulate run, and the host's reference then ÷
-    the calibration's (None: not known). The catalog's as it is (file None); with ``--rescale-to-host``,
-    its CPU constants × that factor. The rescale is not the default: on this VM the reference, timed
-    around each run, moved by more than the costs the emulate runs measured did."""
-    from fedbw.calibration.file import HOST_REFERENCE, at_host_speed, default_calibration, write_calibration
+    the calibration's (None: not known). ``--calibration``'s file, else the catalog's, as it is; with
+    ``--rescale-to-host``, its CPU constants × that factor. The rescale is not the default: on this VM the
+    reference, timed around each run, moved by more than the costs the emulate runs measured did."""
+    from fedbw.calibration.file import HOST_REFERENCE, at_host_speed, write_calibration
 
-    cal = default_calibration()
+    cal = base_calibration()
+    given = None if CALIBRATION[0] is None else str(CALIBRATION[0])
     own = cal.provenance.get(HOST_REFERENCE)
     if reference_s is None or not own:
-        return None, None
+        return given, None
     if not RESCALE[0]:
-        return None, reference_s / own
+        return given, reference_s / own
     scaled = at_host_speed(cal, reference_s)
     path = out / f"calibration-at-{reference_s:.4f}s.toml"
     write_calibration(path, scaled)
     return str(path), scaled.provenance["rescaled_by"]
+
+
+def base_calibration() -> Any:
+    """``--calibration``'s file, else the catalog's."""
+    from fedbw.calibration.file import default_calibration, read_calibration
+
+    return default_calibration() if CALIBRATION[0] is None else read_calibration(CALIBRATION[0])
+
+
+def calibration_record() -> dict[str, Any]:
+    """Which calibration the model used, for the report: its provenance and file (repo-relative)."""
+    path = CALIBRATION[0]
+    where = "catalog" if path is None else (str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT)
+                                            else str(path))
+    return {**base_calibration().provenance, "file": where}
 
 
 def with_calibration(cfg: dict[str, Any], path: str | None) -> dict[str, Any]:
@@ -202,7 +220,6 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
     grids move a round of a few polls by a whole 3 s step from one round to the next, so the cases whose
     round is short (fedbw's quickstart shape, the message-API app: ``SHORT_CASES``) run ``short_rounds``
     rounds each, enough steady rounds for their mean; the link-dominated ones ``rounds``."""
-    from fedbw.calibration.file import default_calibration
     from fedbw.engines.emulate import run_app
     from fedbw.engines.simulate.foreign import simulate_app
 
@@ -247,7 +264,7 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
                          "host_speed": factor})
     bound = server_bound(out)
     return {"cases": cases, "apps": apps, "server_bound": bound, "emulate_dilation": dilation,
-            "calibration": default_calibration().provenance}
+            "calibration": calibration_record()}
 
 
 def case_row(name: str, n: int, rounds_by_engine: dict[str, list[Any]]) -> dict[str, Any]:
@@ -330,7 +347,7 @@ def emulation(out: Path, rounds: int, clients_list: list[int], dilations: list[s
             cal, factor = model_calibration(out, reference)
             sim = run(with_calibration(cfg, cal), "simulate", out)
             rows.append({**emulation_row(n, sim, emu), "host_speed": factor})
-    return {"rows": rows, "config": EMULATION_CONFIG, "rounds": rounds}
+    return {"rows": rows, "config": EMULATION_CONFIG, "rounds": rounds, "calibration": calibration_record()}
 
 
 def emulation_row(n: int, sim: Any, emu: Any) -> dict[str, Any]:
@@ -411,7 +428,7 @@ def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
                      "emulate_parts_s": {k: statistics.mean(r.extra.get("framework_parts_s", {}).get(k, 0.0)
                                                             for r in steady) for k in FRAMEWORK_PARTS}
                      if steady else None})
-    return {"rows": rows, "rounds": rounds, "study": str(STUDY_FILE.relative_to(ROOT))}
+    return {"rows": rows, "rounds": rounds, "study": str(STUDY_FILE.relative_to(ROOT)), "calibration": calibration_record()}
 
 
 def machine() -> str:
@@ -492,6 +509,9 @@ def main() -> None:
     ap.add_argument("--rescale-to-host", action="store_true",
                     help="estimate and simulate get the catalog's CPU constants rescaled to the host's reference "
                          "timed around each emulate run (default: the calibration as it is; the factor is recorded)")
+    ap.add_argument("--calibration", type=Path, default=None,
+                    help="the calibration file estimate and simulate use (default: the catalog's); measure one with "
+                         "`fedbw calibrate` right before, so that the model and emulate see the host at one speed")
     ap.add_argument("--trials", type=int, default=1,
                     help="deployment: emulate runs per case, averaged (finished ones in --reuse directories count)")
     ap.add_argument("--scale-clients", type=int, default=16)
@@ -503,6 +523,15 @@ def main() -> None:
     REUSE.extend(args.reuse)
     RESCALE[0] = args.rescale_to_host
     TRIALS[0] = max(1, args.trials)
+    if args.calibration is not None:
+        from fedbw.calibration.file import read_calibration
+        from fedbw.errors import ConfigError
+
+        try:
+            read_calibration(args.calibration)
+        except ConfigError as exc:
+            ap.error(str(exc))
+        CALIBRATION[0] = args.calibration
     report: dict[str, Any] = {"case": args.case, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "machine": machine()}
     report["rescaled_to_host_speed"] = RESCALE[0]

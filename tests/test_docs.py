@@ -111,6 +111,11 @@ def test_the_deployment_table_says_which_runs_were_reused_and_when(tmp_path: Pat
                                                  {**data, "cases": [{**data["cases"][0],
                                                                      "engines": {**engines, "emulate": emu}}]}))
     assert "| 10.00 s (2 runs: 9.00 s–11.00 s) |" in text and "| 2.00 s / 500.00 ms / 8.50 s |" in text
+    # the calibration the model used: the catalog's, or a file measured for the run, named
+    assert "Flower costs from the catalog's calibration (T, M)." in fresh
+    own = {**data, "calibration": {"created_utc": "T2", "machine": "M2", "file": "benchmarks/results/cal.toml"}}
+    text = TABLES["fidelity.deployment"](_result(tmp_path / "g", "agreement-deployment.json", own))
+    assert "Flower costs from the calibration `benchmarks/results/cal.toml` (T2, M2)." in text
 
 
 def test_the_privacy_table_judges_each_variant_against_15_percent(tmp_path: Path) -> None:

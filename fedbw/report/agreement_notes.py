@@ -7,6 +7,17 @@ import re
 from typing import Any
 
 
+def calibration_note(data: dict[str, Any]) -> str:
+    """Which calibration gave the model Flower's costs: the catalog's, or a file measured for this run (the
+    benchmark's ``--calibration``, kept beside its results so that the table can be made again)."""
+    cal = data.get("calibration")
+    if not cal:
+        return ""
+    where = cal.get("file", "catalog")
+    which = "the catalog's calibration" if where == "catalog" else f"the calibration `{where}`"
+    return f" Flower costs from {which} ({cal.get('created_utc', '?')}, {cal.get('machine', '?')})."
+
+
 def speed_note(data: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """How fast the host was beside each emulate run against the calibration (its reference: a fresh
     ClientApp load, timed before and after the run), and whether the model's CPU constants were rescaled

@@ -6,7 +6,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from fedbw.report.agreement_notes import reused_note, speed_note
+from fedbw.report.agreement_notes import calibration_note, reused_note, speed_note
 from fedbw.report.doc_blocks import BY_RESULT, md_table, result_table, table
 from fedbw.report.format import fmt_s
 from fedbw.report.framework_parts import framework_parts_table
@@ -55,9 +55,8 @@ def deployment_markdown(data: dict[str, Any]) -> str:
     head = ["case", "clients", "estimate", "simulate", "emulate", "estimate vs emulate", "simulate vs emulate",
             "emulate: comm / compute / framework"]
     text = md_table(head, _engine_rows(data["cases"], engines), right={1, 2, 3, 4, 5, 6})
-    cal = data.get("calibration", {})
-    return (text + f"\nSteady rounds (2 and later) of each run, means; measured {data['date']} on {data['machine']}; "
-            f"Flower costs from the catalog's calibration ({cal.get('created_utc', '?')}, {cal.get('machine', '?')})."
+    return (text + f"\nSteady rounds (2 and later) of each run, means; measured {data['date']} on {data['machine']}."
+            + calibration_note(data)
             + speed_note(data, data["cases"]) + reused_note(data.get("reused") or []) + "\n\n"
             + _rounds_verdict(data["cases"]))
 
@@ -156,7 +155,7 @@ def emulation_markdown(data: dict[str, Any]) -> str:
             + f"\n{cfg.get('model', {}).get('name', '?')} on {cfg.get('network', {}).get('profile', '?')}, synthetic "
               f"compute ({cfg.get('clients', {}).get('device_profile', '?')}), {data.get('rounds', '?')} rounds; round "
               f"figures are means of rounds 2 and later; errors are |emulate / simulate − 1|. Measured {data['date']} "
-              f"on {data['machine']}.{speed_note(data, data['rows'])}\n\n" + _emulation_verdict(data["rows"]))
+              f"on {data['machine']}.{calibration_note(data)}{speed_note(data, data['rows'])}\n\n" + _emulation_verdict(data["rows"]))
 
 
 def _emulation_verdict(rows: list[dict[str, Any]]) -> str:
@@ -318,7 +317,7 @@ def privacy_check_markdown(data: dict[str, Any]) -> str:
              _frac(r["host_share"]), f"{r['host_bound_rounds']} of {r['emulate_rounds']}"] for r in data["rows"]]
     return (md_table(head, rows, right={2, 3, 4, 5, 6, 7, 8})
             + f"\n`{data['study']}` with {data['rounds']} rounds; means of rounds 2 and later. Measured {data['date']} "
-              f"on {data['machine']}.{speed_note(data, data['rows'])}{reused_note(data.get('reused') or [])}\n\n"
+              f"on {data['machine']}.{calibration_note(data)}{speed_note(data, data['rows'])}{reused_note(data.get('reused') or [])}\n\n"
             + _target_line([(r["error"], r["variant"]) for r in data["rows"] if r.get("error") is not None],
                            PRIVACY_TARGET, "each variant's round", "variant")
             + framework_parts_table(data["rows"]))

@@ -1,4 +1,3 @@
-import time
 
 import pytest
 
@@ -46,15 +45,18 @@ def test_fabric_ordering():
     assert rows["nvlink4"].time_s < rows["ib-ndr400"].time_s < rows["eth-1g"].time_s
 
 
-def test_hundred_point_sweep_is_fast(tmp_path):
+def test_hundred_point_sweep_answers_every_point(tmp_path):
+    """A 100-point sweep returns one row per point, the round shortening as the uplink grows.
+
+    How fast it answers is benchmarks/estimate.py's job (a timed unit test would flake on a shared host).
+    """
     cfg = tmp_path / "c.toml"
     cfg.write_text('engine = "estimate"\n[model]\nname = "resnet50"\n')
-    t0 = time.perf_counter()
     rows = run_sweep(cfg, "up_mbps", [10 + i for i in range(100)])
-    elapsed = time.perf_counter() - t0
     assert len(rows) == 100
-    assert rows[0].round_time_s > rows[-1].round_time_s
-    assert elapsed < 5  # generous: the benchmark quotes the real figure; this only catches a blow-up
+    times = [r.round_time_s for r in rows]
+    assert all(a >= b for a, b in zip(times, times[1:]))
+    assert times[0] > times[-1]
 
 
 def test_sweep_over_config_key(tmp_path):
