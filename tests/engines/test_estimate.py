@@ -46,7 +46,7 @@ def test_fabric_ordering():
 
 
 def test_hundred_point_sweep_answers_every_point(tmp_path):
-    """A 100-point sweep returns one row per point, the round shortening as the uplink grows.
+    """A 100-point sweep returns one row per point, the link time shortening as the uplink grows.
 
     How fast it answers is benchmarks/estimate.py's job (a timed unit test would flake on a shared host).
     """
@@ -54,9 +54,11 @@ def test_hundred_point_sweep_answers_every_point(tmp_path):
     cfg.write_text('engine = "estimate"\n[model]\nname = "resnet50"\n')
     rows = run_sweep(cfg, "up_mbps", [10 + i for i in range(100)])
     assert len(rows) == 100
-    times = [r.round_time_s for r in rows]
-    assert all(a >= b for a, b in zip(times, times[1:]))
-    assert times[0] > times[-1]
+    # the link time falls with every step of the uplink; the whole round only overall: laid on Flower's
+    # poll grids, it is a step function of the rate, and not a monotone one
+    comm = [r.comm_time_s for r in rows]
+    assert all(a > b for a, b in zip(comm, comm[1:]))
+    assert rows[0].round_time_s > rows[-1].round_time_s
 
 
 def test_sweep_over_config_key(tmp_path):
