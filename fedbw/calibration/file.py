@@ -143,9 +143,10 @@ def write_calibration(path: str | Path, cal: Calibration) -> Path:
     if cal.secagg is not None:
         lines += ["", "[secagg]  # SecAgg+'s crypto per primitive, seconds (fedbw.netmodel.secagg_cost)"]
         lines += [f"{k} = {format_value(v)}" for k, v in cal.secagg.to_json().items()]
-    path = Path(path)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    from fedbw.results.atomic import write_text_atomic
+
+    # atomic: a calibration stopped while it is written (Ctrl-C, a full disk) leaves the old file whole
+    return write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 @lru_cache(maxsize=8)

@@ -22,8 +22,15 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
-def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn FedbwError into one red line and its exit code; Ctrl-C into exit 130. Never a traceback."""
+#: What Ctrl-C leaves, for commands that write a run directory.
+RUNS_KEPT = "finished rounds are kept in the run directory."
+
+
+def friendly(fn: Callable[..., Any] | None = None, *, interrupted: str = RUNS_KEPT) -> Any:
+    """Turn FedbwError into one red line and its exit code; Ctrl-C into exit 130 and ``interrupted`` (what
+    the stopped command left). Never a traceback. Use as ``@friendly`` or ``@friendly(interrupted=...)``."""
+    if fn is None:
+        return functools.partial(friendly, interrupted=interrupted)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -33,7 +40,7 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            err.print("[yellow]interrupted[/]: finished rounds are kept in the run directory.")
+            err.print(f"[yellow]interrupted[/]: {escape(interrupted)}")
             raise typer.Exit(130) from None
         except OSError as exc:  # a full, read-only or foreign output directory: one line, exit 1
             from fedbw.results.atomic import disk_error

@@ -129,7 +129,7 @@ def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
 
 
 @app.command()
-@friendly
+@friendly(interrupted="no calibration written (a file already at --out is left as it was).")
 def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--out", "-o",
                                             help="where to write the calibration file (TOML)"),
               rounds: int = typer.Option(4, "--rounds", min=2, help="rounds per measured run (more: tighter)"),

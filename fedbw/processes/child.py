@@ -50,8 +50,11 @@ class Child:
     def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path,
                  cwd: Path | None = None, on_line: Callable[[Child, LogLine], None] | None = None,
                  nice: int = 0, stop_signal: int = signal.SIGTERM, stop_grace_s: float = 5.0,
-                 stop_leader_only: bool = False, stamp: bool = True, keep_lines: bool = True) -> None:
+                 stop_leader_only: bool = False, stamp: bool = True, keep_lines: bool = True,
+                 label: str | None = None) -> None:
         self.name = name
+        #: how messages name it to a user ("SuperNode client-0"); ``name`` also names its log file
+        self.label = label or name
         self.argv = list(argv)
         if nice and (nice_bin := shutil.which("nice")):
             # nice(1) execs the program: same pid, and every process it starts inherits the priority.
@@ -143,7 +146,7 @@ class Child:
 
     def describe_failure(self, what: str) -> str:
         tail = "\n".join(f"    {t}" for t in self.tail()) or "    (no output)"
-        return f"{self.name} (pid {self.pid}) {what}. Last log lines ({self.log_path}):\n{tail}"
+        return f"{self.label} (pid {self.pid}) {what}. Last log lines ({self.log_path}):\n{tail}"
 
     def signal_group(self, sig: int) -> None:
         signal_group(self.pid, sig)

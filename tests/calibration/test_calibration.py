@@ -122,3 +122,33 @@ def test_a_calibration_rescaled_to_the_host_speed_now(tmp_path: Path) -> None:
     assert back.costs().clientapp_start_s == pytest.approx(3.0)
     with pytest.raises(ConfigError, match="no host reference"):
         at_host_speed(Calibration({}, {"created_utc": "old"}), 1.0)
+
+
+def test_calibrate_interrupted_writes_nothing_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C during the measurement: exit 130, a line saying no calibration was written (not the run
+    commands' "finished rounds are kept"), and a file already at --out left byte for byte."""
+    from typer.testing import CliRunner
+
+    import fedbw.calibration.measure as measure
+    from fedbw.cli import app
+
+    def interrupted(**_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measure, "calibrate", interrupted)
+    target = tmp_path / "cal.toml"
+    target.write_text("# earlier\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["calibrate", "--out", str(target)])
+    assert res.exit_code == 130, res.output
+    assert "no calibration written" in res.output and "rounds are kept" not in res.output
+    assert target.read_text(encoding="utf-8") == "# earlier\n"
+
+
+def test_a_calibration_file_is_replaced_whole(tmp_path: Path) -> None:
+    """write_calibration goes through a temporary file and a rename: no temporary is left beside it and
+    an earlier file is replaced in one step."""
+    target = tmp_path / "cal.toml"
+    target.write_text("# earlier\n", encoding="utf-8")
+    write_calibration(target, Calibration({"request_s": Constant(0.01)}, {"created_utc": "now"}))
+    assert read_calibration(target).constants["request_s"].value == 0.01
+    assert [p.name for p in tmp_path.iterdir()] == ["cal.toml"]

@@ -16,6 +16,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,18 +43,31 @@ def _kept(run_dir: Path, at_least: int) -> int:
     return len(rounds)
 
 
-def _kill_mid_emulate(tmp_path: Path, needle: bytes, name: str, reliability) -> None:
+def _kill_mid_emulate(tmp_path: Path, needle: bytes, name: str, reliability, *, mid_stage: bool = False,
+                      secagg: bool = False) -> None:
+    """SIGKILL one of emulate's processes after round 1; ``mid_stage``: while a ClientApp runs (a stage is
+    under way: its message received, its reply not sent yet)."""
+    when = "mid-stage" if mid_stage else "mid-run"
+    clients = 3 if secagg else 2  # SecAgg+ shares each key with 3 clients at least
+    with_secagg = ", SecAgg+" if secagg else ""
     reliability.area = "faults"
-    reliability.tried = f"the {name} SIGKILLed mid-run (`fedbw run --engine emulate`, 2 clients, 4 rounds)"
+    reliability.tried = (f"the {name} SIGKILLed {when} (`fedbw run --engine emulate`, {clients} clients, 4 rounds"
+                         f"{with_secagg})")
     reliability.kept = (f"exit 1 with one message naming the {name}; every finished round's records; "
                         "summary whole; no process left")
     out = tmp_path / "runs"
-    cfg = write_config(tmp_path / "x.toml", small_config(out, "emulate", rounds=4))
+    sections: dict[str, Any] = {"clients": {"total": clients, "per_round": clients}}
+    if secagg:
+        sections["privacy"] = {"secagg": {"enabled": True, "num_shares": 3, "reconstruction_threshold": 2}}
+    cfg = write_config(tmp_path / "x.toml", small_config(out, "emulate", rounds=4, **sections))
     marker = uuid.uuid4().hex
     proc = start_fedbw("run", str(cfg), marker=marker)
     try:
         wait_for("the first round's records", lambda: finished_rounds(out) >= 1, proc, EMULATE_ROUND_TIMEOUT_S,
                  marker)
+        if mid_stage:
+            wait_for("a ClientApp at work", lambda: find_process(b"flwr-clientapp", marker) is not None, proc,
+                     EMULATE_ROUND_TIMEOUT_S, marker)
         pid = find_process(needle, marker)
         assert pid is not None, f"no {name} process found"
         t_kill = time.monotonic()
@@ -75,6 +89,13 @@ def _kill_mid_emulate(tmp_path: Path, needle: bytes, name: str, reliability) -> 
 @pytest.mark.timeout(SLOW_RUN_TIMEOUT_S)
 def test_superlink_killed_mid_run(tmp_path: Path, reliability) -> None:
     _kill_mid_emulate(tmp_path, b"flower-superlink", "superlink", reliability)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SLOW_RUN_TIMEOUT_S)
+@pytest.mark.parametrize("secagg", [False, True], ids=["plain", "secagg"])
+def test_supernode_killed_mid_stage(tmp_path: Path, secagg: bool, reliability) -> None:
+    _kill_mid_emulate(tmp_path, b"flower-supernode", "SuperNode", reliability, mid_stage=True, secagg=secagg)
 
 
 @pytest.mark.slow
@@ -235,3 +256,33 @@ def test_ctrl_c_during_sweep(tmp_path: Path, reliability) -> None:
     finally:
         stop(proc, marker)
     reliability.measure(rounds_kept_per_point=kept, cleanup_s=left_s)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SLOW_RUN_TIMEOUT_S)
+def test_ctrl_c_during_calibrate(tmp_path: Path, reliability) -> None:
+    reliability.area = "faults"
+    reliability.tried = ("Ctrl-C (SIGINT to the process group) during `fedbw calibrate`, while its Flower "
+                         "processes run, over an earlier calibration file")
+    reliability.kept = ("exit 130 saying no calibration was written; the earlier file byte for byte; "
+                        "no process left")
+    target = tmp_path / "cal.toml"
+    earlier = "# an earlier calibration: must survive an interrupted one\n"
+    target.write_text(earlier, encoding="utf-8")
+    marker = uuid.uuid4().hex
+    proc = start_fedbw("calibrate", "--out", str(target), "--rounds", "2", marker=marker)
+    try:
+        wait_for("calibrate's SuperLink", lambda: find_process(b"flower-superlink", marker) is not None, proc,
+                 300.0, marker)
+        t_int = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        text, _ = proc.communicate(timeout=180)
+        t_end = time.monotonic() - t_int
+        assert proc.returncode == 130, text
+        assert "Traceback" not in text and "no calibration written" in text, text
+        assert "rounds are kept" not in text, text  # calibrate keeps no rounds: it must not say so
+        assert target.read_text(encoding="utf-8") == earlier
+        left_s = assert_no_process_left(marker)
+    finally:
+        stop(proc, marker)
+    reliability.measure(exit_after_interrupt_s=round(t_end, 1), cleanup_s=left_s)

@@ -201,7 +201,8 @@ class FlowerDeployment:
         cfg = " ".join(f"{k}={format_value(v)}" for k, v in node_config.items())
         argv = [_script("flower-supernode"), *self.supernode_security_args(name), "--superlink",
                 f"{LOOPBACK}:{superlink_port}", "--port", str(own_port), "--node-config", cfg]
-        child = self.sup.start(name, argv, self.env, self.logs / f"{name}.log", on_line=on_line, nice=self.nice)
+        child = self.sup.start(name, argv, self.env, self.logs / f"{name}.log", on_line=on_line, nice=self.nice,
+                               label=f"SuperNode {name}")
         _place(child, cpu_group)
         self.supernodes[name] = child
         return child

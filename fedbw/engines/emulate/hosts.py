@@ -190,7 +190,7 @@ class HostsDeployment(FlowerDeployment):
         argv = [_script("flower-supernode"), *self.supernode_security_args(name), "--superlink",
                 f"{LOOPBACK}:{superlink_port}", "--port", str(SUPERNODE_PORT), "--node-config", cfg]
         child = self.sup.start(name, self.hosts.net.argv(name, argv), self.env, self.logs / f"{name}.log",
-                               on_line=on_line, nice=self.nice)
+                               on_line=on_line, nice=self.nice, label=f"SuperNode {name}")
         _place(child, cpu_group)
         self.supernodes[name] = child
         return child
