@@ -155,7 +155,8 @@ def emulation_markdown(data: dict[str, Any]) -> str:
             + f"\n{cfg.get('model', {}).get('name', '?')} on {cfg.get('network', {}).get('profile', '?')}, synthetic "
               f"compute ({cfg.get('clients', {}).get('device_profile', '?')}), {data.get('rounds', '?')} rounds; round "
               f"figures are means of rounds 2 and later; errors are |emulate / simulate − 1|. Measured {data['date']} "
-              f"on {data['machine']}.{calibration_note(data)}{speed_note(data, data['rows'])}\n\n" + _emulation_verdict(data["rows"]))
+              f"on {data['machine']}.{calibration_note(data)}{speed_note(data, data['rows'])}"
+              f"{reused_note(data.get('reused') or [])}\n\n" + _emulation_verdict(data["rows"]))
 
 
 def _emulation_verdict(rows: list[dict[str, Any]]) -> str:
