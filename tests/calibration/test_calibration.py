@@ -144,11 +144,24 @@ def test_calibrate_interrupted_writes_nothing_and_says_so(tmp_path: Path, monkey
     assert target.read_text(encoding="utf-8") == "# earlier\n"
 
 
-def test_a_calibration_file_is_replaced_whole(tmp_path: Path) -> None:
-    """write_calibration goes through a temporary file and a rename: no temporary is left beside it and
-    an earlier file is replaced in one step."""
+def test_a_calibration_that_cannot_be_written_leaves_the_earlier_file_whole(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_calibration writes a temporary file and renames it over the target: when that fails (a full
+    disk), the earlier file is still there byte for byte, no temporary is left, and the error names the file."""
+    import errno
+    import os
+
+    import fedbw.results.atomic as atomic
+    from fedbw.errors import FedbwError
+
+    def full(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
     target = tmp_path / "cal.toml"
     target.write_text("# earlier\n", encoding="utf-8")
-    write_calibration(target, Calibration({"request_s": Constant(0.01)}, {"created_utc": "now"}))
-    assert read_calibration(target).constants["request_s"].value == 0.01
+    monkeypatch.setattr(atomic.os, "replace", full)
+    with pytest.raises(FedbwError, match="cal.toml"):
+        write_calibration(target, Calibration({"request_s": Constant(0.01)}, {"created_utc": "now"}))
+    monkeypatch.setattr(atomic.os, "replace", os.replace)
+    assert target.read_text(encoding="utf-8") == "# earlier\n"
     assert [p.name for p in tmp_path.iterdir()] == ["cal.toml"]
