@@ -1,16 +1,16 @@
 """Shaper accuracy and cost: receiver-measured goodput, 0.5 s windows, added latency, proxy CPU.
 
 Usage: .venv/bin/python benchmarks/shaper.py [--quick] [--loop uvloop|asyncio] [--no-kernel]
-       [--only 30x32,80x1] [--repeat N] [--baseline-src DIR] [--quantum-ms Q] [--also-quantum-ms Q1,Q2]
-       [--out FILE]
+       [--only 30x32,80x1] [--repeat N] [--baseline-src DIR] [--also-src LABEL=DIR ...] [--quantum-ms Q]
+       [--also-quantum-ms Q1,Q2] [--out FILE]
 
 The CPU targets (issue 15), the new shaper beside the last committed one, alternating, medians:
   git archive HEAD fedbw | tar -x -C /tmp/fedbw-shaper-base
   .venv/bin/python benchmarks/shaper.py --only 30x32,80x1 --no-kernel --repeat 3 \
-      --baseline-src /tmp/fedbw-shaper-base --also-quantum-ms 10 --perf-counts \
+      --baseline-src /tmp/fedbw-shaper-base --also-quantum-ms 5 --perf-counts \
       --out benchmarks/results/shaper-cpu.json
 The grant quantum's trade (fewer, larger writes against 0.5 s window accuracy), side by side:
-  ... --only 30x32,80x1 --no-kernel --repeat 3 --also-quantum-ms 10 --perf-counts --out /tmp/shaper-quanta.json
+  ... --only 30x32,80x1 --no-kernel --repeat 3 --also-quantum-ms 5,10 --perf-counts --out /tmp/shaper-quanta.json
 
 Three processes per configuration, so the proxy's CPU can be read from /proc on its own:
   recv   the upstream: counts payload bytes per client in 0.5 s bins at the moment it reads them
@@ -247,8 +247,10 @@ def _spawn_shaper(sup: Supervisor, up_port: int, routes: list[dict[str, Any]], l
                       [ClientRoute(r["id"], "127.0.0.1", 0, "127.0.0.1", up_port, LinkSpec(**r["link"])) for r in routes],
                       series=LOG_DIR / f"proxy-{n}-series.jsonl", quantum_s=quantum_s,
                       use_uvloop=loop_kind == "uvloop")
+    # cwd = the tree too: ``python -m`` puts the working directory ahead of PYTHONPATH on sys.path, so
+    # from this checkout's root every "other" tree would import this checkout's fedbw
     return sup.start(f"proxy-{n}", [sys.executable, "-m", "fedbw.shaper.service", str(spec)],
-                     {**os.environ, "PYTHONPATH": str(src)}, LOG_DIR / f"proxy-{n}.log", stamp=False)
+                     {**os.environ, "PYTHONPATH": str(src)}, LOG_DIR / f"proxy-{n}.log", stamp=False, cwd=src)
 
 
 def _ready(child: Child) -> Any:
@@ -560,6 +562,9 @@ def main() -> int:
     ap.add_argument("--baseline-src", default=None,
                     help="a tree with another fedbw/shaper (e.g. `git worktree add /tmp/base HEAD`): each proxy row "
                          "runs with it and with this tree, alternately (side by side in one run)")
+    ap.add_argument("--also-src", action="append", default=[], metavar="LABEL=DIR",
+                    help="one more tree to run side by side under its own label (repeatable), e.g. "
+                         "bigbuf=/tmp/fedbw-bigbuf: a candidate change beside this tree and the baseline")
     ap.add_argument("--setup-s", type=float, default=3.0, help="start-up time of a row's processes "
                     "before traffic (raise it on a busy host)")
     ap.add_argument("--perf-counts", action="store_true",
@@ -607,6 +612,14 @@ def main() -> int:
         return 2
     SETUP_S = args.setup_s
     also_quanta = _quanta(args.also_quantum_ms)  # a bad list ends the run before any row
+    also_src = []
+    for item in args.also_src:
+        label, sep, where = item.partition("=")
+        if not sep or not label or not (Path(where) / "fedbw" / "shaper").is_dir():
+            print(f"benchmarks/shaper.py: --also-src wants LABEL=DIR with DIR/fedbw/shaper, got {item!r}",
+                  file=sys.stderr)
+            return 2
+        also_src.append((label, Path(where).resolve()))
     info = machine()
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     print(f"# fedbw shaper benchmark  {started}  {info['cpu']}  {info['cores']} cores  kernel {info['kernel']}  "
@@ -626,6 +639,7 @@ def main() -> int:
         trees.append(("baseline", Path(args.baseline_src).resolve(), args.quantum_ms))
     for q_ms in also_quanta:
         trees.append((f"current-q{q_ms:g}ms", ROOT, q_ms))
+    trees += [(label, where, args.quantum_ms) for label, where in also_src]
     for rate, n in configs:
         for i in range(args.repeat):
             for tree, src, q_ms in (trees if i % 2 == 0 else trees[::-1]):  # alternate who goes first

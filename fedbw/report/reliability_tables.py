@@ -13,7 +13,7 @@ from fedbw.report.format import fmt_s
 RELIABILITY_CMD = ("FEDBW_RELIABILITY_OUT=benchmarks/results/reliability.json "
                    ".venv/bin/python -m pytest -q tests/hardening")
 SHAPER_CPU_CMD = (".venv/bin/python benchmarks/shaper.py --only 30x32,80x1 --no-kernel --repeat 3 "
-                  "--baseline-src /tmp/fedbw-shaper-base --also-quantum-ms 10 --perf-counts "
+                  "--baseline-src /tmp/fedbw-shaper-base --also-quantum-ms 5 --perf-counts "
                   "--out benchmarks/results/shaper-cpu.json")
 SOAK_CMD = ".venv/bin/python benchmarks/soak.py"
 

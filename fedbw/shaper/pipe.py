@@ -4,8 +4,9 @@ The pipe holds what was read but not yet granted by the link (``pending``) and b
 ``high_bytes`` it pauses reading from the sender, at ``low_bytes`` it resumes. When the receiver's
 socket is full (its transport called pause_writing) the pipe stops asking for grants, so backpressure
 reaches the sender end to end. Inside the proxy a pipe therefore holds at most ``high_bytes`` + one
-64 KiB read + the chunks in flight in the delay stage (≤ rate × (latency + jitter) + one quantum),
-plus the receiver transport's write buffer (capped by the proxy).
+read (≤ the proxy's read buffer, itself ≤ ``high_bytes``, and ≤ what the capped kernel receive buffer
+held) + the chunks in flight in the delay stage (≤ rate × (latency + jitter) + one quantum), plus the
+receiver transport's write buffer (capped by the proxy).
 """
 
 from __future__ import annotations

@@ -25,13 +25,18 @@ from fedbw.shaper.bucket import RateSchedule, TokenBucket
 from fedbw.shaper.link import DIRECTIONS, ClientRoute, Link, LinkSpec, mbps_to_bytes_per_s
 from fedbw.shaper.sockets import (DEFAULT_SOCK_BUF_BYTES, bind, cap_buffers, is_loopback_host, peer_is_local,
                                   probe_upstream, resolve, set_nodelay)
-from fedbw.shaper.stages import DEFAULT_QUANTUM_S, SharedLink
+from fedbw.shaper.stages import SharedLink, quantum_for
 
 log = logging.getLogger("fedbw.shaper")
 
 #: Bytes a pipe may hold before the link grants them; reading pauses beyond this.
 DEFAULT_QUEUE_BYTES = 256 * 1024
-READ_BYTES = 64 * 1024
+#: The one shared read buffer (capped by ``queue_bytes``). One read takes whatever a socket's receive
+#: queue holds (≤ ``RECV_BUF_FACTOR`` × ``sock_buf_bytes``) instead of 64 KiB at a time: fewer reads,
+#: each a system call plus a feed through the pipe and the scheduler.
+READ_BYTES = 256 * 1024
+#: ``queue_bytes`` below this would pause reading after every read.
+MIN_QUEUE_BYTES = 64 * 1024
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 
 
@@ -39,9 +44,11 @@ class Shaper:
     """Per-client shaped links on real sockets, all on one asyncio event loop.
 
     ``routes``: one :class:`ClientRoute` per client (unique ``client_id``). ``sock_buf_bytes`` caps
-    SO_SNDBUF/SO_RCVBUF on every proxy socket whose peer is on this machine (None: no cap);
+    SO_SNDBUF (and SO_RCVBUF at ``RECV_BUF_FACTOR`` × it) on every proxy socket whose peer is on this
+    machine (None: no cap);
     ``queue_bytes`` bounds what a connection's direction may hold before its link grants it (reading
-    from the sender pauses beyond it); ``quantum_s`` is the most link time one grant covers;
+    from the sender pauses beyond it); ``quantum_s`` is the most link time one grant covers (None:
+    :func:`~fedbw.shaper.stages.quantum_for` the number of routes);
     ``burst_bytes`` is the credit an idle link may build up (0 = every byte pays its serialization
     time). Listening on a non-loopback address needs ``allow_non_loopback=True``. With
     ``check_upstream`` start() first connects once to each upstream and fails with a clear
@@ -58,7 +65,7 @@ class Shaper:
         sock_buf_bytes: int | None = DEFAULT_SOCK_BUF_BYTES,
         allow_non_loopback: bool = False,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
-        quantum_s: float = DEFAULT_QUANTUM_S,
+        quantum_s: float | None = None,
         burst_bytes: int = 0,
         connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
         check_upstream: bool = False,
@@ -89,8 +96,10 @@ class Shaper:
                 )
         if sock_buf_bytes is not None and (not isinstance(sock_buf_bytes, int) or sock_buf_bytes < 4096):
             raise ShaperError(f"sock_buf_bytes must be an integer >= 4096 (or None: no cap), got {sock_buf_bytes!r}")
-        if not isinstance(queue_bytes, int) or queue_bytes < READ_BYTES:
-            raise ShaperError(f"queue_bytes must be an integer >= {READ_BYTES}, got {queue_bytes!r}")
+        if not isinstance(queue_bytes, int) or queue_bytes < MIN_QUEUE_BYTES:
+            raise ShaperError(f"queue_bytes must be an integer >= {MIN_QUEUE_BYTES}, got {queue_bytes!r}")
+        if quantum_s is None:
+            quantum_s = quantum_for(len(routes))
         if not (isinstance(quantum_s, (int, float)) and 0 < quantum_s <= 1):
             raise ShaperError(f"quantum_s must be in (0, 1] s, got {quantum_s!r}")
         if not (isinstance(connect_timeout_s, (int, float)) and connect_timeout_s > 0):
@@ -113,7 +122,7 @@ class Shaper:
         self.connections: set[Connection] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
-        self._read_buf = bytearray(READ_BYTES)
+        self._read_buf = bytearray(min(READ_BYTES, queue_bytes))
         self.read_view = memoryview(self._read_buf)
         self._state = "new"
         self.accepting = False

@@ -10,11 +10,17 @@ from typing import Any
 
 from fedbw.shaper.errors import ShaperError
 
-#: Kernel socket buffer cap on proxy sockets whose peer is on this machine (Linux doubles it for
-#: bookkeeping). 64 KiB keeps the hidden queue at ≈ 35 ms at 30 Mbps while loopback still moves
-#: > 1 Gbit/s per connection. Sockets to other hosts keep kernel autotuning: a real path needs
-#: buffers of its own bandwidth × RTT, and there the real network is the bottleneck after the shaper.
+#: Kernel send buffer cap on proxy sockets whose peer is on this machine (Linux doubles it for
+#: bookkeeping). What the proxy has written counts as delivered, so this is the queue that hides
+#: after the link: 64 KiB keeps it at ≈ 35 ms at 30 Mbps while loopback still moves > 1 Gbit/s per
+#: connection. Sockets to other hosts keep kernel autotuning: a real path needs buffers of its own
+#: bandwidth × RTT, and there the real network is the bottleneck after the shaper.
 DEFAULT_SOCK_BUF_BYTES = 64 * 1024
+#: The receive buffer is this many times the send buffer. Bytes in it wait *before* the link, where
+#: they change no time the proxy measures (the link grants only what it has read, and stamps bytes
+#: as they leave), while each read then takes up to 256 KiB: at 32 busy links a fraction of the
+#: reads (benchmarks/results/shaper-cpu.json). The sender may run that much further ahead of the link.
+RECV_BUF_FACTOR = 4
 
 
 def is_loopback_host(host: str) -> bool:
@@ -28,10 +34,11 @@ def is_loopback_host(host: str) -> bool:
 
 
 def cap_buffers(sock: Any, buf_bytes: int | None) -> None:
+    """Send buffer ``buf_bytes``, receive buffer ``RECV_BUF_FACTOR`` × that (None: kernel autotuning)."""
     if buf_bytes is None:
         return
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, buf_bytes)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, buf_bytes)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, buf_bytes * RECV_BUF_FACTOR)
 
 
 def peer_is_local(addr: Any) -> bool:

@@ -31,8 +31,24 @@ FIRE_SLACK_S = 0.001
 #: Rate stage quantum: at most this much link time per grant, so a 0.5 s window of a paced flow is
 #: off by at most 1 % from quantization; bounded below/above in bytes.
 DEFAULT_QUANTUM_S = 0.005
+#: The quantum of a shaper with more than ``MANY_LINKS`` routes (:func:`quantum_for`).
+MANY_LINKS_QUANTUM_S = 0.01
+MANY_LINKS = 8
 MIN_QUANTUM_BYTES = 1448
 MAX_QUANTUM_BYTES = 64 * 1024
+
+
+def quantum_for(n_routes: int) -> float:
+    """The grant quantum a shaper of ``n_routes`` links uses unless told otherwise.
+
+    Why two: the proxy's CPU grows with grants per second (one socket write each: 200 per second per
+    busy link at 5 ms, at any rate), and the 0.5 s windows' resolution with the quantum (1 % at 5 ms,
+    2 % at 10 ms). With a few links CPU is cheap and 5 ms keeps the windows and a quiet loop's timers
+    tight (a loop that wakes every 10 ms fires its timers later: the added-latency error of a probe
+    beside one 30 Mbps link doubles); with many, 10 ms halves the proxy's CPU (benchmarks/shaper.py,
+    docs/reliability.md) and the windows stay within ±2 %.
+    """
+    return MANY_LINKS_QUANTUM_S if n_routes > MANY_LINKS else DEFAULT_QUANTUM_S
 
 
 class PerfTimer:

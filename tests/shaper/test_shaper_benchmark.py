@@ -71,3 +71,27 @@ def test_medians_split_user_and_system_time_and_keep_old_rows() -> None:
     assert cur["events_per_s_median"] == {"write": 6200.0}
     q10 = medians["current-q10ms"]
     assert q10["cpu_user_pct_core_median"] is None and q10["events_per_s_median"] == {}
+
+
+def test_another_tree_runs_its_own_shaper(tmp_path) -> None:
+    """`--baseline-src` / `--also-src`: the proxy process imports the other tree's fedbw, not this
+    checkout's. (It did not: `python -m` puts the working directory ahead of PYTHONPATH, and from the
+    checkout's root every "baseline" was this tree.)"""
+    from fedbw.processes import Supervisor
+
+    service = tmp_path / "fedbw" / "shaper" / "service.py"
+    service.parent.mkdir(parents=True)
+    (tmp_path / "fedbw" / "__init__.py").write_text("")
+    service.parent.joinpath("__init__.py").write_text("")
+    service.write_text("import fedbw\nprint('FROM ' + fedbw.__file__, flush=True)\n")
+    with Supervisor() as sup:
+        child = bench._spawn_shaper(sup, 9, [{"id": "c0", "link": {"up_mbps": 30.0, "down_mbps": 30.0}}],
+                                    "asyncio", None, src=tmp_path)
+        line = child.wait_for_line("FROM ", 30.0)
+    assert line.text.split(" ", 1)[1] == str(tmp_path / "fedbw" / "__init__.py")
+
+
+def test_also_src_wants_label_and_a_tree(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["shaper.py", "--also-src", f"x={tmp_path}", "--only", "30x1", "--no-kernel"])
+    assert bench.main() == 2
+    assert "--also-src wants LABEL=DIR" in capsys.readouterr().err
