@@ -141,6 +141,40 @@ def test_ctrl_c_during_simulate(tmp_path: Path, reliability) -> None:
     _ctrl_c_after_first_round(tmp_path, "simulate", reliability, rounds=40, timeout_s=300.0)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(SLOW_RUN_TIMEOUT_S)
+@pytest.mark.parametrize(("engine", "needle", "what"), [
+    ("emulate", b"flower-supernode", "its SuperNodes starting"),
+    ("simulate", b"raylet", "Ray starting"),
+], ids=["emulate", "simulate"])
+def test_ctrl_c_during_start_up(tmp_path: Path, engine: str, needle: bytes, what: str, reliability) -> None:
+    """Ctrl-C before any round: the phase in which the most processes are coming up at once."""
+    reliability.area = "faults"
+    reliability.tried = (f"Ctrl-C (SIGINT to the process group) during the start-up of `fedbw run --engine "
+                         f"{engine}` ({what}, no round finished)")
+    reliability.kept = "exit 130 saying it was interrupted; no traceback; summary whole or absent; no process left"
+    out = tmp_path / "runs"
+    cfg = write_config(tmp_path / "x.toml", small_config(out, engine, rounds=4))
+    marker = uuid.uuid4().hex
+    proc = start_fedbw("run", str(cfg), marker=marker)
+    try:
+        wait_for(what, lambda: find_process(needle, marker) is not None, proc, EMULATE_ROUND_TIMEOUT_S, marker)
+        rounds_before = finished_rounds(out)
+        t_int = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        text, _ = proc.communicate(timeout=180)
+        t_end = time.monotonic() - t_int
+        assert rounds_before == 0, "a round finished before the interrupt: not the start-up any more"
+        assert proc.returncode == 130, text
+        assert "Traceback" not in text and "interrupted" in text, text
+        for run_dir in run_dirs(out):
+            assert valid_json_or_absent(run_dir / "summary.json")
+        left_s = assert_no_process_left(marker)  # before the clean-up below, which would hide a leak
+    finally:
+        stop(proc, marker)
+    reliability.measure(exit_after_interrupt_s=round(t_end, 1), cleanup_s=left_s)
+
+
 # ----------------------------------------------------------------------------- full or read-only disks
 def _mount_tmpfs(path: Path, options: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
