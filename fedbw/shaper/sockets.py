@@ -20,6 +20,7 @@ DEFAULT_SOCK_BUF_BYTES = 64 * 1024
 #: they change no time the proxy measures (the link grants only what it has read, and stamps bytes
 #: as they leave), while each read then takes up to 256 KiB: at 32 busy links a fraction of the
 #: reads (benchmarks/results/shaper-cpu.json). The sender may run that much further ahead of the link.
+#: The kernel caps the request at net.core.rmem_max, which on some hosts is below 256 KiB.
 RECV_BUF_FACTOR = 4
 
 

@@ -44,9 +44,10 @@ def quantum_for(n_routes: int) -> float:
     Why two: the proxy's CPU grows with grants per second (one socket write each: 200 per second per
     busy link at 5 ms, at any rate), and the 0.5 s windows' resolution with the quantum (1 % at 5 ms,
     2 % at 10 ms). With a few links CPU is cheap and 5 ms keeps the windows and a quiet loop's timers
-    tight (a loop that wakes every 10 ms fires its timers later: the added-latency error of a probe
-    beside one 30 Mbps link doubles); with many, 10 ms halves the proxy's CPU (benchmarks/shaper.py,
-    docs/reliability.md) and the windows stay within ±2 %.
+    tight (a loop that wakes every 10 ms fires its timers later: beside one 30 Mbps link a probe's
+    added-latency error came out larger, benchmarks/results/shaper-quantum-latency.json); with many,
+    10 ms halves the grants and so most of the proxy's CPU (docs/reliability.md) and the windows stay
+    within ±2 %.
     """
     return MANY_LINKS_QUANTUM_S if n_routes > MANY_LINKS else DEFAULT_QUANTUM_S
 

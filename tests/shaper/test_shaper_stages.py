@@ -149,3 +149,36 @@ def test_a_shared_server_bucket_is_shared_max_min_fairly():
     assert rates[2] == pytest.approx(2e6, rel=0.02)  # capped by its own link
     assert rates[0] == pytest.approx(4e6, rel=0.05) and rates[1] == pytest.approx(4e6, rel=0.05)
     assert sum(rates) == pytest.approx(10e6, rel=0.02)  # the server link is full
+
+
+def test_quantum_by_federation_size() -> None:
+    """5 ms up to MANY_LINKS routes, 10 ms beyond; a quantum given outright wins."""
+    from fedbw.shaper import LinkSpec, Shaper
+    from fedbw.shaper.stages import DEFAULT_QUANTUM_S, MANY_LINKS, MANY_LINKS_QUANTUM_S, quantum_for
+    from tests.shaper.helpers import route
+
+    assert quantum_for(1) == quantum_for(MANY_LINKS) == DEFAULT_QUANTUM_S
+    assert quantum_for(MANY_LINKS + 1) == MANY_LINKS_QUANTUM_S > DEFAULT_QUANTUM_S
+    routes = [route(f"c{i}", 9, LinkSpec(30, 30)) for i in range(MANY_LINKS + 1)]
+    assert Shaper(routes).quantum_s == MANY_LINKS_QUANTUM_S
+    assert Shaper(routes[:MANY_LINKS]).quantum_s == DEFAULT_QUANTUM_S
+    assert Shaper(routes, quantum_s=0.002).quantum_s == 0.002
+
+
+def test_receive_buffer_is_larger_than_the_send_buffer() -> None:
+    """The queue after the link (send) stays capped; the one before it (receive) holds RECV_BUF_FACTOR ×."""
+    import socket
+
+    from fedbw.shaper.sockets import RECV_BUF_FACTOR, cap_buffers
+
+    with socket.socket() as sock:
+        cap_buffers(sock, 64 * 1024)
+        snd = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        rcv = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    # Linux doubles a request for its bookkeeping, after capping it at net.core.{w,r}mem_max
+    def kernel(request: int, limit: str) -> int:
+        with open(f"/proc/sys/net/core/{limit}", encoding="ascii") as fh:
+            return 2 * min(request, int(fh.read()))
+
+    assert snd == kernel(64 * 1024, "wmem_max")
+    assert rcv == kernel(64 * 1024 * RECV_BUF_FACTOR, "rmem_max")
