@@ -95,7 +95,8 @@ class Plan:
         """A fresh clock for laying this plan's rounds out in a Flower deployment (None: links only)."""
         if self.costs is None:
             return None
-        return DeploymentClock(self.costs, self.config.deployment.poll_phase, self.config.seed)
+        return DeploymentClock(self.costs, self.config.deployment.poll_phase, self.config.seed,
+                               array_shares=self.model.array_shares)
 
     def timeline_options(self) -> dict[str, Any]:
         """What :func:`fedbw.netmodel.round_timeline` needs from the plan besides rows and a clock: the

@@ -7,7 +7,10 @@ LLM entries have no module here: their sizes are the published parameter counts.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 from fedbw.catalog._lookup import lookup
 from fedbw.errors import CatalogError
@@ -24,6 +27,20 @@ class ModelSpec:
     trainable_here: bool  #: has a zoo module fedbw can train (others: estimate/synthetic only)
     dataset: str = "synthetic"  #: default dataset for real training
     num_arrays: int = 300  #: trainable tensors (framing cost per array); LLMs: a typical figure
+
+    @property
+    def array_params(self) -> tuple[int, ...]:
+        """Values in each trainable tensor, in the order Flower sends them (empty: not known). Flower sends
+        every array as its own objects, so how the bytes split over arrays sets how many of Flower's
+        per-object round trips hide behind bulk bytes (fedbw.netmodel.objects)."""
+        return tuple(_array_params().get(self.name, ()))
+
+    @property
+    def array_shares(self) -> tuple[float, ...]:
+        """Each trainable tensor's fraction of the model's values (empty: not known)."""
+        sizes = self.array_params
+        total = sum(sizes)
+        return tuple(n / total for n in sizes) if total else ()
 
     @property
     def float32_bytes(self) -> int:
@@ -54,6 +71,13 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec("gpt3-175b", 175_000_000_000, 2.0 * 175e9 * 2048, (2048,), 50257, "GPT-3 175B", False),
     ]
 }
+
+
+@cache
+def _array_params() -> dict[str, list[int]]:
+    """The zoo models' tensor sizes, stored like the parameter counts (tests/catalog/test_models.py
+    rebuilds every module and fails, with the line that regenerates the file, when they drift)."""
+    return json.loads((Path(__file__).with_name("model-arrays.json")).read_text(encoding="utf-8"))
 
 
 def model_from_params(params: int) -> ModelSpec:

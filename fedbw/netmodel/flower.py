@@ -37,6 +37,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fedbw.netmodel.objects import transfer_objects_s
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
 from fedbw.netmodel.sharing import Flow, finish_times
 from fedbw.netmodel.stage import Exchange, ExchangeClass, MessageTiming, StageMessage, StageTiming, mean_stage
@@ -66,6 +67,8 @@ class FlowerCosts:
     backoff_first_s: float = 1.0  #: pull of an object not uploaded yet: 1, 2, 4 … s
     backoff_cap_s: float = 10.0
     object_workers: int = 2  #: concurrent object requests per hop
+    #: SuperNode sending a reply: sleep while an object the ClientApp has not stored yet is next
+    content_wait_s: float = 0.5
     # CPU costs (seconds), measured by `fedbw calibrate` on the calibration machine
     request_s: float = 0.012  #: one request's server-side work (an empty pull, a confirm)
     hop_message_s: float = 0.03  #: per message per hop: tree building, metadata, confirm
@@ -88,10 +91,6 @@ class FlowerCosts:
     def local_cpu_s(self, nbytes: float) -> float:
         """CPU time of moving ``nbytes`` between two processes of one machine (no network hop between)."""
         return self.local_s_per_mib * nbytes / MIB
-
-    def request_rounds(self, objects: int) -> int:
-        """Object requests in sequence when ``object_workers`` run at once."""
-        return math.ceil(objects / self.object_workers) if objects > 0 else 0
 
 
 def costs_from_json(data: Mapping[str, object]) -> FlowerCosts:
@@ -178,12 +177,14 @@ class DeploymentClock:
     """
 
     def __init__(self, costs: FlowerCosts, phase: str = "expected", seed: int = 0,
-                 lanes: int = AVERAGED_LANES) -> None:
+                 lanes: int = AVERAGED_LANES, array_shares: Sequence[float] = ()) -> None:
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         if lanes < 1:
             raise ValueError(f"lanes must be at least 1, got {lanes}")
         self.costs, self.phase = costs, phase
+        #: the model's arrays as fractions of its values (how a message's bytes split into objects)
+        self.array_shares = tuple(array_shares)
         self.rng = random.Random(f"{seed}:flower-phases")
         self.lanes = [_Lane((q + 0.5) / lanes) for q in range(lanes)] if phase == "averaged" else [_Lane(None)]
 
@@ -295,7 +296,9 @@ class DeploymentClock:
             e.t_app = t_has + c.clientapp_other_s / s
             e.t_done = e.t_app + m.client_extra_s + m.compute_s
             e.t_ready = e.t_done + c.local_cpu_s(m.bytes_up) / s
-            polls = math.ceil((e.t_ready - e.t_received) / c.reply_poll_s - 1e-12)
+            # the ClientApp pushes the message (its object tree) before the objects: the SuperNode's reply
+            # poll finds it then, and starts sending while the objects are still being stored
+            polls = math.ceil((e.t_done - e.t_received) / c.reply_poll_s - 1e-12)
             e.t_sending = e.t_received + max(polls, 0) * c.reply_poll_s
         # 5. uploads share the server's downlink; each SuperNode pulls again at once after its reply
         self._transfer(ex, "up", server_down_bytes_per_s)
@@ -323,22 +326,36 @@ class DeploymentClock:
     def _transfer(self, ex: list[Exchange], direction: str, server_bytes_per_s: float) -> None:
         """Lay every class's transfer in ``direction`` on its own link and the shared server link.
 
-        A transfer is its requests' round trips (metadata, then the objects ``object_workers`` at a time,
-        a confirm after a pull) plus the longer of the bytes on the wire and the CPU that moves them: both
-        ends work on one object while the next is on the wire.
+        A transfer is its message's request (a download: the pull of the message and the confirm after
+        it; an upload: the send of the message), then its objects, ``object_workers`` requests at a time,
+        each a round trip and its CPU before its bytes (:mod:`fedbw.netmodel.objects`). An upload's
+        objects start once the ClientApp has stored them on the SuperNode: its sender, finding an object
+        missing, sleeps ``content_wait_s`` at a time. Sharing the server's link stretches only the bytes
+        on the wire: a flow's water-filled time beyond its time alone on its own link.
         """
         c = self.costs
         down = direction == "down"
-        flows = [Flow(e.t_pull + e.link.rtt_s if down else e.t_sending + e.link.rtt_s,
-                      e.m.bytes_down if down else e.m.bytes_up,
-                      e.link.down_bytes_per_s if down else e.link.up_bytes_per_s) for e in ex]
+        starts = []
+        for e in ex:
+            if down:
+                starts.append(e.t_pull + e.link.rtt_s)
+                continue
+            t_sender = e.t_sending + e.link.rtt_s  # the message is sent; its objects follow
+            waits = max(0, math.ceil((e.t_ready - t_sender) / c.content_wait_s - 1e-12))
+            starts.append(t_sender + waits * c.content_wait_s)
+        flows = [Flow(t, e.m.bytes_down if down else e.m.bytes_up,
+                      e.link.down_bytes_per_s if down else e.link.up_bytes_per_s) for t, e in zip(starts, ex)]
         ends = finish_times(flows, server_bytes_per_s, [e.count for e in ex])
         for e, f, end in zip(ex, flows, ends):
             objects = e.m.objects_down if down else e.m.objects_up
-            cpu = c.hop_cpu_s(objects, f.size_bytes) / e.speed
-            fixed = e.link.rtt_s * ((2 if down else 1) + c.request_rounds(objects))
+            objects_s = transfer_objects_s(f.size_bytes, objects, f.cap_bytes_per_s, e.link.rtt_s,
+                                           c.object_workers, c.hop_object_s / e.speed,
+                                           c.hop_s_per_mib / MIB / e.speed, self.array_shares)
+            t0 = e.t_pull if down else e.t_sending
+            lead = f.start_s - t0 + c.hop_message_s / e.speed + (e.link.rtt_s if down else 0.0)
             alone = f.size_bytes / f.cap_bytes_per_s if f.cap_bytes_per_s > 0 else math.inf
-            shared, solo = fixed + max(end - f.start_s, cpu), fixed + max(alone, cpu)
+            solo = lead + objects_s
+            shared = solo + max(0.0, (end - f.start_s) - alone)
             if down:
                 e.t_down, e.t_down_alone = shared, solo
             else:

@@ -22,6 +22,9 @@ def test_params_and_arrays_match_real_modules(name):
     params = list(model.parameters())
     assert sum(p.numel() for p in params) == MODELS[name].params
     assert len(params) == MODELS[name].num_arrays
+    # fedbw/catalog/model-arrays.json; regenerate: {name: [p.numel() for p in build_model(name, "meta").parameters()]}
+    assert MODELS[name].array_params == tuple(p.numel() for p in params)
+    assert sum(MODELS[name].array_shares) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("name", ["mlp", "small-cnn", "resnet18", "resnet50", "vit-b-16"])

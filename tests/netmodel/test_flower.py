@@ -88,10 +88,15 @@ def test_cpu_costs_scale_with_the_device_and_pipeline_with_the_wire():
     assert base.messages[0].t_down_s == pytest.approx(1.0, rel=1e-3)  # CPU-bound: 10 MiB × 0.1 s
     assert quick.messages[0].t_down_s == pytest.approx(0.5, rel=1e-3)  # twice the CPU, half the time
     assert quick.messages[0].parts["clientapp_start_s"] < base.messages[0].parts["clientapp_start_s"]
-    # on a slow link the wire, not the CPU, bounds the transfer (one object is hashed while the next travels)
+    # on a slow link the wire, not the CPU, bounds the transfer: one object's CPU runs while another's bytes
+    # travel, so only the first object's CPU (1/8 of it: 8 arrays) comes before the wire
     slow_link = ClientLink(8.0, 8.0, 0.0)
-    slow = DeploymentClock(c).run_stage("fit", [StageMessage(0, 10 * mib, 10, 1, 1)], {0: slow_link})
-    assert slow.messages[0].t_down_s == pytest.approx(10 * mib / 1e6)
+    slow = DeploymentClock(c).run_stage("fit", [StageMessage(0, 10 * mib, 10, 20, 1)], {0: slow_link})
+    wire = 10 * mib / 1e6
+    assert wire + 0.1 < slow.messages[0].t_down_s < wire + 0.2
+    # one array of 10 MiB is two 5 MiB chunks: the first one's CPU, then bytes (the second's CPU beneath)
+    one = DeploymentClock(c).run_stage("fit", [StageMessage(0, 10 * mib, 10, 1, 1)], {0: slow_link})
+    assert one.messages[0].t_down_s == pytest.approx(wire + 0.5)
 
 
 def test_request_round_trips_count_per_object_pair():

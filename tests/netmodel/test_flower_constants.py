@@ -67,3 +67,9 @@ def test_object_workers_and_chunk_size():
     assert int(re.search(r'FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES", "(\d+)"', src).group(1)) == COSTS.object_workers
     assert int(re.search(r'FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE", "(\d+)"', _source("common/constant.py")).group(1)) == \
         ARRAY_CHUNK_BYTES
+
+
+def test_reply_content_wait():
+    src = _source("supernode/start_client_internal.py")
+    assert float(_after(src, "# Wait for the content to be available", r"time\.sleep\(([\d.]+)\)")) == \
+        COSTS.content_wait_s
