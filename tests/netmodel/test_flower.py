@@ -185,3 +185,24 @@ def test_a_class_of_clients_alike_waits_for_its_slowest_member():
     # one client alone: the mean phase, as before
     (one,) = DeploymentClock(FREE, "expected").run_stage("fit", msgs[:1], {0: FAST}).messages
     assert one.parts["supernode_poll_s"] == pytest.approx(1.5)
+
+
+def test_the_supernode_sends_before_the_objects_are_stored_and_waits_for_them():
+    """The ClientApp pushes the message before its objects: the SuperNode's 0.5 s reply poll finds it
+    while the objects are still being handed over, and its sender, a round trip later, sleeps 0.5 s at a
+    time until they are stored. By hand, from "Received" (RTT 0.1 s, nothing else costs but the
+    hand-over): the SuperExec's expected poll wait puts the app's start at 0.2 s, training ends at 1.1 s,
+    the reply poll at 1.5 s sends (pickup 0.4 s; a SuperNode waiting for the stored objects would poll at
+    2.0 s), the send returns at 1.6 s, the 10 MiB hand-over at 0.08 s/MiB ends at 1.9 s, so the sender's
+    retry at 2.1 s sends the one object, done a round trip later at 2.2 s: t_up = 0.7 s."""
+    mib = 2**20
+    link = ClientLink(math.inf, math.inf, 0.1)
+    msg = [StageMessage(0, 10, 10 * mib, 1, 1, compute_s=0.9)]
+    st = DeploymentClock(FlowerCosts(**{**FREE.__dict__, "local_s_per_mib": 0.08})).run_stage("fit", msg, {0: link})
+    (m,) = st.messages
+    assert m.parts["clientapp_start_s"] == pytest.approx(0.2, abs=1e-4)
+    assert m.parts["reply_pickup_s"] == pytest.approx(0.4, abs=1e-4)
+    assert m.t_up_s == pytest.approx(0.7, abs=1e-4)
+    # a hand-over done before the send returns costs no wait: the send, the object
+    quick = DeploymentClock(FlowerCosts(**{**FREE.__dict__, "local_s_per_mib": 0.001})).run_stage("fit", msg, {0: link})
+    assert quick.messages[0].t_up_s == pytest.approx(0.2, abs=1e-4)
