@@ -7,10 +7,8 @@ and the message), one gRPC request per object, ``FLWR_PRIVATE_MAX_CONCURRENT_OBJ
 trip and the CPU both ends spend on it (one interpreter each: the CPU is one queue, not one per worker),
 and then has its body on the link, shared equally with the other worker's body. The link idles only
 while every worker is between bodies, so a small object's round trip is hidden behind a large one's
-bytes on a slow uplink and exposed on a fast downlink. Measured under ``fedbw emulate`` (home-30,
-ResNet-18): uploads show ~24 short gaps where a one-request-at-a-time model would charge ~70 round
-trips; downloads show a gap of about one round trip per pair of objects (docs/methodology.md,
-"Objects on the wire").
+bytes on a slow uplink and exposed on a fast downlink, as the shaper's byte series under ``fedbw
+emulate`` show (docs/methodology.md, "Objects on the wire"; docs/fidelity.md checks the transfers).
 
 Which objects a message holds comes from its arrays' sizes when the model is known (the catalog's
 ``array_params``), else from an even split of its bytes (:func:`object_layout`). At zero round trip
@@ -90,14 +88,13 @@ def pipelined_transfer_s(sizes: tuple[float, ...], bytes_per_s: float, rtt_s: fl
     bodies: list[float] = []  # bytes left of each body on the link
     t = 0.0
 
-    def take(now: float) -> bool:
+    def take(now: float) -> None:
+        """A free worker takes the next object, if any: its round trip, then its turn on the CPU."""
         nonlocal cpu_free
         size = next(queue, None)
-        if size is None:
-            return False
-        cpu_free = max(cpu_free, now + rtt_s) + cpu_per_object_s + cpu_per_byte_s * size
-        waiting.append((cpu_free, size))
-        return True
+        if size is not None:
+            cpu_free = max(cpu_free, now + rtt_s) + cpu_per_object_s + cpu_per_byte_s * size
+            waiting.append((cpu_free, size))
 
     for _ in range(workers):
         take(0.0)
