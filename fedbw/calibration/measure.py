@@ -129,13 +129,30 @@ def fit_hops(messages: list[dict[str, Any]]) -> dict[str, Constant]:
 
 
 def fit_process(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[str, Constant]:
-    """ClientApp process start, its work before the app's code, and an empty pull's round trip."""
-    starts = [float(m["process_start_s"]) for m in messages if m.get("process_start_s") is not None]
-    start = [s - costs.superexec_poll_s / 2 for s in starts]
-    # start logged → the app's code runs = fixed work + the message's pull from the SuperNode (per MiB)
+    """ClientApp process start, its work before the app's code, and an empty pull's round trip.
+
+    Each is measured as the model lays it (:class:`fedbw.netmodel.flower.DeploymentClock`): the SuperExec
+    launches the process once the SuperNode has *pulled the message* ("Receiving"), so a large message's
+    process starts while its objects still download; counting from "Received" instead would make that
+    start look short and bias the median low. The work after the start is what remains once the
+    ClientApp's own pull has every object (:func:`fedbw.netmodel.flower.pull_behind`, Flower's backoff):
+    the fixed part plus the per-MiB local pull.
+    """
+    from fedbw.netmodel.flower import pull_behind
+
     timed = [m for m in messages if m.get("process_start_s") is not None]
-    a = np.array([[1.0, float(m["flower_bytes_down"]) / MIB] for m in timed])
-    b = np.array([float(m["parts"]["clientapp_start_s"]) - float(m["process_start_s"]) for m in timed])
+    launches, rows, work = [], [], []
+    for m in timed:
+        # times from "Receiving" (0): the process logged its start, the SuperNode had every object, the app ran
+        # (a message without launch_s, from before fedbw recorded it: its download taken as instant)
+        t_start = float(m.get("launch_s") if m.get("launch_s") is not None else m["process_start_s"])
+        t_received = t_start - float(m["process_start_s"])
+        t_app = t_received + float(m["parts"]["clientapp_start_s"])
+        launches.append(t_start - costs.superexec_poll_s / 2)
+        t_has = pull_behind(t_start, 0.0, t_received, int(m.get("objects_down") or 1), costs)
+        rows.append([1.0, float(m["flower_bytes_down"]) / MIB])
+        work.append(t_app - t_has)
+    a, b = np.array(rows), np.array(work)
     local_per_mib = float(nonnegative_lstsq(a, b)[1]) if len(b) else 0.0
     other = [float(v) for v in b - a[:, 1] * local_per_mib] if len(b) else []
     gaps = []
@@ -147,12 +164,13 @@ def fit_process(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[str,
             if 0 <= gap < 1.0:  # the node's own 3 s grid found the message (not a later grid point)
                 gaps.append(gap)
     out = {
-        "clientapp_start_s": Constant(max(0.0, statistics.median(start)), _spread(start), len(start),
-                                      "'Received' → the ClientApp process logs its start, minus the SuperExec's "
+        "clientapp_start_s": Constant(max(0.0, statistics.median(launches)), _spread(launches), len(launches),
+                                      "'Receiving' → the ClientApp process logs its start, minus the SuperExec's "
                                       "mean poll wait (median)"),
         "clientapp_other_s": Constant(max(0.0, statistics.median(other)), _spread(other), len(other),
-                                      "ClientApp start logged → the app's code runs (runtime pull, FAB install, "
-                                      "app load), minus the message's pull (median)"),
+                                      "ClientApp start logged (or, if later, every object on the SuperNode) → the "
+                                      "app's code runs (runtime pull, FAB install, app load), minus the message's "
+                                      "pull (median)"),
         "local_s_per_mib": Constant(float(local_per_mib), _spread(other), len(other),
                                     "least squares (≥ 0) of (ClientApp start logged → the app's code runs) on the "
                                     "message's MiB: a pull between two processes of one machine"),

@@ -41,6 +41,28 @@ def test_process_fit_separates_the_start_the_fixed_work_and_the_local_pull() -> 
     assert all(type(c.value) is float for c in fit.values())  # plain floats: the file is TOML
 
 
+def test_process_fit_counts_the_start_from_the_pull_when_the_process_starts_during_the_download() -> None:
+    """A large message: the SuperExec launches the ClientApp at "Receiving", before the objects are in, and
+    the ClientApp's own pull then backs off until they are. Measured from "Received" (the old fit), such
+    messages looked like fast starts and slow pulls; the fit must recover the same constants either way."""
+    from fedbw.netmodel.flower import pull_behind
+
+    costs = FlowerCosts()
+    start, other, per_mib, objects = 1.4, 0.8, 0.004, 131
+    launch = start + costs.superexec_poll_s / 2
+    messages = []
+    for i, (mib, download) in enumerate(((0.1, 0.05), (45.0, 3.0), (0.5, 0.1), (45.0, 6.0)) * 3):
+        t_has = pull_behind(launch, 0.0, download, objects, costs)
+        t_app = t_has + other + per_mib * mib
+        messages.append({"model": "m", "client_id": 0, "launch_s": launch, "process_start_s": launch - download,
+                         "flower_bytes_down": mib * MIB, "objects_down": objects,
+                         "parts": {"clientapp_start_s": t_app - download}})
+    fit = fit_process(messages, costs)
+    assert fit["clientapp_start_s"].value == pytest.approx(start)
+    assert fit["clientapp_other_s"].value == pytest.approx(other)
+    assert fit["local_s_per_mib"].value == pytest.approx(per_mib)
+
+
 def test_nonnegative_least_squares_drops_a_column_that_goes_negative() -> None:
     import numpy as np
 

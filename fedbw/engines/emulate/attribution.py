@@ -59,6 +59,7 @@ class MessageTimes:
     objects_down: int = 0  #: Flower's objects in the message and the reply (from the apps' events)
     objects_up: int = 0
     process_start_s: float | None = None  #: "Received" → the ClientApp process logged its start
+    launch_s: float | None = None  #: "Receiving" → the ClientApp process logged its start
     t_receiving_s: float | None = None  #: the SuperNode's "Receiving" and "Sent successfully" (perf_counter)
     t_sent_s: float | None = None
     t_host_s: float | None = None  #: time the host, not the link, held (fedbw.engines.emulate.host)
@@ -106,7 +107,7 @@ def message_times(event: Mapping[str, Any], measure: Any) -> MessageTimes:
         flower_bytes_down=float(event.get("bytes_down") or 0), flower_bytes_up=float(event.get("bytes_up") or 0),
         t_start_s=t_sent, t_end_s=t_replied, t_down_s=down.duration_s, t_compute_s=compute, t_up_s=up.duration_s,
         parts=parts, error=event.get("error"), bulk=bulk, objects_down=int(event.get("objects_down") or 0),
-        objects_up=int(event.get("objects_up") or 0), process_start_s=span.startup_s,
+        objects_up=int(event.get("objects_up") or 0), process_start_s=span.startup_s, launch_s=span.launch_s,
         t_receiving_s=span.t_receiving_s, t_sent_s=span.t_sent_s)
 
 

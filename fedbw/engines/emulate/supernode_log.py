@@ -44,6 +44,15 @@ class MessageSpan:
         return self.t_sending_s - self.t_received_s
 
     @property
+    def launch_s(self) -> float | None:
+        """Receiving → ClientApp process running: the SuperExec launches the process as soon as the message
+        is known, so for a large message the process starts while its objects still download (what the
+        model's ClientApp start counts from: :class:`fedbw.netmodel.flower.DeploymentClock`)."""
+        if self.t_app_start_s is None:
+            return None
+        return self.t_app_start_s - self.t_receiving_s
+
+    @property
     def startup_s(self) -> float | None:
         """Received → ClientApp process running: SuperExec's task poll plus process start (imports)."""
         if self.t_received_s is None or self.t_app_start_s is None:
