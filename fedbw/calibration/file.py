@@ -40,6 +40,8 @@ SCHEMA_VERSION = 1
 DEFAULT_FILE = "flower-costs.toml"
 _FIELDS = {f.name for f in dataclasses.fields(FlowerCosts)} - {"secagg"}
 _SECAGG_FIELDS = {f.name for f in dataclasses.fields(SecAggCostConstants)}
+#: Constants that are shares, not CPU time: a host's speed does not rescale them, and they lie in [0, 1].
+FRACTIONS = frozenset({"node_download_share"})
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,8 @@ def _from_dict(data: dict[str, Any], source: str) -> Calibration:
         value = c.get("value") if isinstance(c, dict) else None
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"{source}: constants.{name}.value must be a number >= 0, got {value!r}")
+        if name in FRACTIONS and value > 1:
+            raise ConfigError(f"{source}: constants.{name}.value is a share and must lie in [0, 1], got {value!r}")
         out[name] = Constant(float(value), float(c.get("spread", 0.0)), int(c.get("samples", 0)), str(c.get("how", "")))
     crypto = data.get("secagg")
     secagg = None
@@ -113,14 +117,15 @@ HOST_REFERENCE = "host_reference_s"
 
 def at_host_speed(cal: Calibration, reference_s: float) -> Calibration:
     """``cal`` with every CPU constant rescaled to a host whose reference now takes ``reference_s``: each
-    constant (all of them CPU time) and each SecAgg+ primitive × reference_s / the calibration's own
-    reference. The provenance says by how much and why."""
+    constant of CPU time (not the shares, :data:`FRACTIONS`) and each SecAgg+ primitive × reference_s / the
+    calibration's own reference. The provenance says by how much and why."""
     own = cal.provenance.get(HOST_REFERENCE)
     if not isinstance(own, (int, float)) or own <= 0 or reference_s <= 0:
         raise ConfigError(f"{cal.source}: no host reference ({HOST_REFERENCE}) to rescale from; "
                           "recalibrate with this fedbw (`fedbw calibrate`)")
     factor = reference_s / own
-    consts = {k: dataclasses.replace(c, value=c.value * factor) for k, c in cal.constants.items()}
+    consts = {k: c if k in FRACTIONS else dataclasses.replace(c, value=c.value * factor)
+              for k, c in cal.constants.items()}
     secagg = None
     if cal.secagg is not None:
         secagg = SecAggCostConstants.from_json({k: (v * factor if isinstance(v, float) else v)

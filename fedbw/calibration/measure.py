@@ -1,24 +1,27 @@
 """``fedbw calibrate``: Flower's costs on this machine, measured with Flower's real processes.
 
-Every measurement runs one client at a time on unshaped loopback (the ``loopback`` link profile), so that
-nothing contends and the link costs nothing: what remains of each transfer is Flower's own CPU work, and
-what remains of each exchange is its polls and its process start. Where the host allows cgroups, the
-runs are dilated (``emulate --dilation``) with the device capped to one core of this host and the server
-to two, the arrangement dilated emulations use: the constants then describe a device of one core of
-this machine, whatever else the host runs. Steps:
+Every measurement runs one client at a time, and all but one on unshaped loopback (the ``loopback`` link
+profile), so that nothing contends and the link costs nothing: what remains of each transfer is Flower's
+own CPU work, and what remains of each exchange is its polls and its process start. Where the host allows
+cgroups, the runs are dilated (``emulate --dilation``) with the device capped to one core of this host and
+the server to two, the arrangement dilated emulations use: the constants then describe a device of one
+core of this machine, whatever else the host runs. Steps:
 
 1. emulate fedbw's apps (synthetic compute, no training) for models of three sizes — mlp (4 arrays),
    small-cnn (8 arrays, 0.5 MB), resnet18 (62 arrays, 47 MB) — and a probe app shipped with fedbw whose
    messages are one array of 4 and 32 MB (many bytes, few objects: it separates the cost per MiB from
    the cost per object), and fit each transfer's time to
    ``hop_message_s + hop_object_s · objects + hop_s_per_mib · MiB`` (non-negative least squares);
-2. from the SuperNodes' stamped logs: a ClientApp process's start ("Received" → the process logs its
+2. from the SuperNodes' stamped logs: a ClientApp process's start ("Receiving" → the process logs its
    start, minus the SuperExec's mean poll wait), the ClientApp's work before the app's code runs, and
    the round trip of an empty pull (the gap "Sent" → next "Receiving" beyond the 3 s sleep);
-3. emulate fedbw's apps with real training (small-cnn on digits): what a fresh ClientApp process spends
+3. emulate resnet18 once more on a shaped home link, where the download lasts longer than the
+   ClientApp's launch: the share of the download's CPU that delays a ClientApp running beside it on the
+   device (``node_download_share``);
+4. emulate fedbw's apps with real training (small-cnn on digits): what a fresh ClientApp process spends
    on the app's own set-up (importing torch, building the model) besides training;
-4. time Flower's FedAvg aggregation in-process: a base and a cost per MiB of replies;
-5. time SecAgg+'s primitives (key pairs, ECDH, share splitting and combining, mask expansion) for the
+5. time Flower's FedAvg aggregation in-process: a base and a cost per MiB of replies;
+6. time SecAgg+'s primitives (key pairs, ECDH, share splitting and combining, mask expansion) for the
    per-stage crypto model (:mod:`fedbw.netmodel.secagg_cost`).
 
 The constants go into a calibration file (:mod:`fedbw.calibration.file`) with their spread (interquartile
@@ -27,6 +30,7 @@ range) and the number of samples, beside the machine, the date and the versions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import statistics
@@ -52,22 +56,28 @@ PROBE_APP = Path(__file__).parent / "probe_app"
 Step = Callable[[str, int, int], None]  #: (what, step, steps) → progress
 
 
-def _config(model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0) -> Any:
+#: The shaped run: a download long enough that the ClientApp is launched while it still arrives.
+SHAPED_MODEL, SHAPED_PROFILE = "resnet18", "home-30"
+
+
+def _config(model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0,
+            profile: str = "loopback") -> Any:
     from fedbw.config import config_from_dict
 
     return config_from_dict({
         "name": f"calibrate-{model}-{compute}", "engine": "emulate", "seed": 0, "output_dir": str(out),
         "model": {"name": model}, "data": {"dataset": "auto" if compute == "real" else "synthetic"},
         "clients": {"total": 1, "per_round": 1, "compute": compute, "device_profile": "dc-gpu"},
-        "training": {"rounds": rounds, "local_epochs": 1}, "network": {"profile": "loopback"},
+        "training": {"rounds": rounds, "local_epochs": 1}, "network": {"profile": profile},
         "server": {"link": "none"}, "emulate": {"keep_logs": False, "dilation": dilation}})
 
 
-def _emulated_messages(model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0) -> list[dict[str, Any]]:
+def _emulated_messages(model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0,
+                       profile: str = "loopback") -> list[dict[str, Any]]:
     """Every message of one emulated run, as its emulate.json holds it."""
     from fedbw.runner import run_experiment
 
-    result = run_experiment(_config(model, compute, rounds, out, dilation))
+    result = run_experiment(_config(model, compute, rounds, out, dilation, profile))
     assert result.run_dir is not None
     data = json.loads((result.run_dir / "emulate.json").read_text(encoding="utf-8"))
     return [{**m, "model": model} for m in data["messages"] if m.get("error") is None]
@@ -182,6 +192,42 @@ def fit_process(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[str,
     return out
 
 
+def fit_node_share(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[str, Constant]:
+    """The share of a download's hop CPU that delays a ClientApp launched while the download still arrives
+    (:func:`fedbw.netmodel.flower.node_cpu_during_download_s`), from a shaped run's messages.
+
+    Per message (times from "Receiving"): what the ClientApp needed beyond the unshaped calibration's
+    costs — its measured start of the app's code minus (its own pull behind the download, the local pull,
+    the fixed work) — against the download's hop CPU after the launch; least squares through the origin,
+    kept within [0, 1]. ``costs`` carries the hop, process and local-pull constants fitted before.
+    """
+    from fedbw.netmodel.flower import node_cpu_during_download_s, pull_behind
+
+    unit = dataclasses.replace(costs, node_download_share=1.0)
+    xs, rs = [], []
+    for m in messages:
+        if m.get("launch_s") is None or m.get("process_start_s") is None:
+            continue
+        t_start = float(m["launch_s"])
+        t_received = t_start - float(m["process_start_s"])
+        t_app = t_received + float(m["parts"]["clientapp_start_s"])
+        n, nbytes = int(m.get("objects_down") or 1), float(m["flower_bytes_down"])
+        predicted = (pull_behind(t_start, 0.0, t_received, n, costs) + costs.local_cpu_s(nbytes)
+                     + costs.clientapp_other_s)
+        x = node_cpu_during_download_s(unit, n, nbytes, 0.0, t_received, t_start - costs.clientapp_start_s)
+        if x > 0:
+            xs.append(x)
+            rs.append(t_app - predicted)
+    if not xs:
+        return {}
+    share = min(1.0, max(0.0, sum(x * r for x, r in zip(xs, rs)) / sum(x * x for x in xs)))
+    ratios = [r / x for x, r in zip(xs, rs)]
+    return {"node_download_share": Constant(share, _spread(ratios), len(xs),
+                                            f"{SHAPED_MODEL} on {SHAPED_PROFILE}, the ClientApp launched during "
+                                            "the download: its delay beyond the unshaped costs on the "
+                                            "download's hop CPU after the launch (least squares, in [0, 1])")}
+
+
 def fit_app_setup(messages: list[dict[str, Any]]) -> dict[str, Constant]:
     """fedbw's real-training apps in a fresh process: the app's set-up besides training."""
     other = [float(m["parts"]["app_other_s"]) for m in messages]
@@ -253,7 +299,7 @@ def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: st
     from fedbw.calibration.app_start import host_reference_s
 
     k, capped = calibration_dilation(dilation)
-    steps = len(SYNTHETIC_MODELS) + len(PROBE_PARAMS) + 2
+    steps = len(SYNTHETIC_MODELS) + len(PROBE_PARAMS) + 3
     constants: dict[str, Constant] = {}
     references = [host_reference_s()]  # the host's speed before, between and after the measurements
     with tempfile.TemporaryDirectory(prefix="fedbw-calibrate-", dir=workdir) as tmp:
@@ -270,6 +316,9 @@ def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: st
         base = FlowerCosts(**{k: c.value for k, c in constants.items()})
         constants.update(fit_process(messages, base))
         references.append(host_reference_s())
+        step(f"emulate {SHAPED_MODEL} (synthetic compute) on {SHAPED_PROFILE}", steps - 3, steps)
+        shaped = _emulated_messages(SHAPED_MODEL, "synthetic", rounds, out, k, SHAPED_PROFILE)
+        constants.update(fit_node_share(shaped, FlowerCosts(**{k: c.value for k, c in constants.items()})))
         step(f"emulate {REAL_MODEL} (real training)", steps - 2, steps)
         constants.update(fit_app_setup(_emulated_messages(REAL_MODEL, "real", rounds, out, k)))
     step("time Flower's FedAvg aggregation", steps - 1, steps)

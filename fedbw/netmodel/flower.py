@@ -79,6 +79,9 @@ class FlowerCosts:
     #: per MiB moved between processes of one machine (ClientApp ↔ SuperNode, ServerApp ↔ SuperLink)
     local_s_per_mib: float = 0.005
     app_setup_s: float = 0.0  #: fedbw's real-training apps per fresh process: import torch, build the model
+    #: the share of a download's hop CPU that the SuperNode spends on the device, where it delays the
+    #: ClientApp launched before the download ends (one core for both): a fraction, not a time
+    node_download_share: float = 0.0
     aggregate_base_s: float = 0.06  #: server between stages: aggregate, configure, sample nodes
     aggregate_s_per_mib: float = 0.004  #: ... per MiB of replies aggregated
     #: SecAgg+'s crypto per primitive (keys, shares, masks), for the stages' client and server work
@@ -98,6 +101,23 @@ def costs_from_json(data: Mapping[str, object]) -> FlowerCosts:
     d = dict(data)
     crypto = d.pop("secagg", None)
     return FlowerCosts(**d, secagg=None if crypto is None else SecAggCostConstants.from_json(crypto))  # type: ignore[arg-type]
+
+
+def node_cpu_during_download_s(costs: FlowerCosts, objects: int, nbytes: float, t_pull_s: float,
+                               t_received_s: float, t_launch_s: float) -> float:
+    """The SuperNode's CPU for a download that is still arriving once the ClientApp is launched.
+
+    The SuperExec launches the ClientApp as soon as the message is pulled, so for a large message the
+    process starts, and pulls the objects already stored, while the SuperNode still receives the rest,
+    on the same device. The SuperNode's share of the download's hop CPU (``node_download_share``, fitted by
+    ``fedbw calibrate`` from a shaped run), spread evenly over the download, delays the ClientApp by the
+    part that falls after the launch. Nothing when the download was over before the launch (the
+    unshaped calibration runs, small messages).
+    """
+    if t_received_s <= t_launch_s or t_received_s <= t_pull_s or costs.node_download_share <= 0:
+        return 0.0
+    after = (t_received_s - max(t_launch_s, t_pull_s)) / (t_received_s - t_pull_s)
+    return costs.node_download_share * costs.hop_cpu_s(objects, nbytes) * after
 
 
 def backoff_until(t_attempt_s: float, t_available_s: float, costs: FlowerCosts) -> float:
@@ -291,8 +311,11 @@ class DeploymentClock:
         #      the SuperNode's reply poll, anchored at "Received", notices it
         for e in ex:
             m, s = e.m, e.speed
-            t_running = e.t_pull + self._phase(c.superexec_poll_s, lane, e.count) + c.clientapp_start_s / s
-            t_has = pull_behind(t_running, e.t_pull, e.t_received, m.objects_down, c) + c.local_cpu_s(m.bytes_down) / s
+            t_launch = e.t_pull + self._phase(c.superexec_poll_s, lane, e.count)
+            t_running = t_launch + c.clientapp_start_s / s
+            t_has = (pull_behind(t_running, e.t_pull, e.t_received, m.objects_down, c)
+                     + (c.local_cpu_s(m.bytes_down) + node_cpu_during_download_s(
+                         c, m.objects_down, m.bytes_down, e.t_pull, e.t_received, t_launch)) / s)
             e.t_app = t_has + c.clientapp_other_s / s
             e.t_done = e.t_app + m.client_extra_s + m.compute_s
             e.t_ready = e.t_done + c.local_cpu_s(m.bytes_up) / s

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fedbw.calibration.file import (HOST_REFERENCE, Calibration, Constant, at_host_speed, default_calibration, load_costs,
+from fedbw.calibration.file import (FRACTIONS, HOST_REFERENCE, Calibration, Constant, at_host_speed, default_calibration, load_costs,
                                    read_calibration, write_calibration)
-from fedbw.calibration.measure import fit_hops, fit_process, nonnegative_lstsq
+from fedbw.calibration.measure import fit_hops, fit_node_share, fit_process, nonnegative_lstsq
 from fedbw.errors import ConfigError
 from fedbw.netmodel.flower import MIB, FlowerCosts
 
@@ -61,6 +61,26 @@ def test_process_fit_counts_the_start_from_the_pull_when_the_process_starts_duri
     assert fit["clientapp_start_s"].value == pytest.approx(start)
     assert fit["clientapp_other_s"].value == pytest.approx(other)
     assert fit["local_s_per_mib"].value == pytest.approx(per_mib)
+
+
+def test_node_share_fit_recovers_the_share_of_the_download_cpu_that_delays_the_clientapp() -> None:
+    """Shaped messages laid out by the model with a known share; messages whose download ended before
+    the launch carry no information and are left out."""
+    from fedbw.netmodel.flower import node_cpu_during_download_s, pull_behind
+
+    costs = dataclasses.replace(FlowerCosts(), hop_object_s=0.008, hop_s_per_mib=0.0065, local_s_per_mib=0.008)
+    truth = dataclasses.replace(costs, node_download_share=0.45)
+    launch, objects, mib = costs.clientapp_start_s + costs.superexec_poll_s / 2, 131, 44.6
+    messages = []
+    for download in (3.0, 3.6, 4.2, 0.5):
+        delay = node_cpu_during_download_s(truth, objects, mib * MIB, 0.0, download, launch - costs.clientapp_start_s)
+        t_app = (pull_behind(launch, 0.0, download, objects, costs) + costs.local_cpu_s(mib * MIB) + delay
+                 + costs.clientapp_other_s)
+        messages.append({"launch_s": launch, "process_start_s": launch - download, "objects_down": objects,
+                         "flower_bytes_down": mib * MIB, "parts": {"clientapp_start_s": t_app - download}})
+    fit = fit_node_share(messages, costs)["node_download_share"]
+    assert fit.value == pytest.approx(0.45) and fit.samples == 3
+    assert fit_node_share(messages[3:], costs) == {}  # no overlap: nothing to fit
 
 
 def test_nonnegative_least_squares_drops_a_column_that_goes_negative() -> None:
@@ -122,7 +142,7 @@ def test_the_shipped_default_is_a_real_calibration_of_every_cpu_cost() -> None:
     assert cal.provenance.get("created_utc") not in (None, "provisional")
     cpu = {f.name for f in dataclasses.fields(FlowerCosts)} - {
         "supernode_idle_poll_s", "superexec_poll_s", "reply_poll_s", "serverapp_poll_s", "backoff_first_s",
-        "backoff_cap_s", "object_workers", "content_wait_s"}  # Flower's own intervals, read from its source
+        "backoff_cap_s", "object_workers", "content_wait_s"} - FRACTIONS  # Flower's own intervals; shares
     assert cpu - {"secagg"} <= set(cal.constants), f"not calibrated: {sorted(cpu - {'secagg'} - set(cal.constants))}"
     assert cal.secagg is not None and cal.costs().secagg == cal.secagg  # SecAgg+'s crypto, for its stages
     assert cal.provenance.get(HOST_REFERENCE, 0) > 0  # the host's speed then: comparisons rescale from it
@@ -138,6 +158,8 @@ def test_a_calibration_rescaled_to_the_host_speed_now(tmp_path: Path) -> None:
     slow = at_host_speed(cal, 1.8)
     assert slow.constants["clientapp_start_s"].value == pytest.approx(3.0)
     assert slow.constants["clientapp_start_s"].spread == 0.1 and slow.constants["request_s"].value == pytest.approx(0.015)
+    shared = Calibration({"node_download_share": Constant(0.4)}, {HOST_REFERENCE: 1.2}, "cal.toml")
+    assert at_host_speed(shared, 1.8).constants["node_download_share"].value == 0.4  # a share, not CPU time
     assert slow.secagg is not None and slow.secagg.ecdh_s == pytest.approx(1.5 * crypto.ecdh_s)
     assert slow.provenance["rescaled_by"] == pytest.approx(1.5) and slow.provenance[HOST_REFERENCE] == 1.8
     back = read_calibration(write_calibration(tmp_path / "slow.toml", slow))  # a file the model reads
