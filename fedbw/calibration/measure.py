@@ -295,7 +295,7 @@ def calibration_dilation(value: float | str = "auto") -> tuple[float, bool]:
 
 def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: str = "fedbw calibrate",
               workdir: Path | None = None, dilation: float | str = "auto") -> Calibration:
-    """Measure Flower's costs on this machine (about 4–8 minutes on 2 cores); see the module docstring."""
+    """Measure Flower's costs on this machine (10–15 minutes on 2 cores); see the module docstring."""
     from fedbw.calibration.app_start import host_reference_s
 
     k, capped = calibration_dilation(dilation)

@@ -137,7 +137,8 @@ def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--o
                                            help='"auto": dilated by 2, the device capped to one core, where '
                                                 'cgroups allow; or K (1 = undilated)')) -> None:
     """Measure Flower's own costs on this machine (real Flower processes, one client at a time, unshaped
-    loopback) and write them as a calibration file for `--calibration` (about 4–8 minutes on 2 cores)."""
+    loopback and one shaped run) and write them as a calibration file for `--calibration` (10–15 minutes
+    on 2 cores)."""
     import shlex
     import sys
 
