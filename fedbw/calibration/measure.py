@@ -138,6 +138,15 @@ def fit_hops(messages: list[dict[str, Any]]) -> dict[str, Constant]:
             "hop_s_per_mib": Constant(float(x[2]), spread, len(b), how)}
 
 
+def _from_receiving(m: dict[str, Any]) -> tuple[float, float, float]:
+    """A message's ClientApp start logged, every object on the SuperNode and the app's code running, in
+    seconds from "Receiving" (a message without launch_s, from before fedbw recorded it: its download
+    taken as instant)."""
+    t_start = float(m.get("launch_s") if m.get("launch_s") is not None else m["process_start_s"])
+    t_received = t_start - float(m["process_start_s"])
+    return t_start, t_received, t_received + float(m["parts"]["clientapp_start_s"])
+
+
 def fit_process(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[str, Constant]:
     """ClientApp process start, its work before the app's code, and an empty pull's round trip.
 
@@ -153,11 +162,7 @@ def fit_process(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[str,
     timed = [m for m in messages if m.get("process_start_s") is not None]
     launches, rows, work = [], [], []
     for m in timed:
-        # times from "Receiving" (0): the process logged its start, the SuperNode had every object, the app ran
-        # (a message without launch_s, from before fedbw recorded it: its download taken as instant)
-        t_start = float(m.get("launch_s") if m.get("launch_s") is not None else m["process_start_s"])
-        t_received = t_start - float(m["process_start_s"])
-        t_app = t_received + float(m["parts"]["clientapp_start_s"])
+        t_start, t_received, t_app = _from_receiving(m)
         launches.append(t_start - costs.superexec_poll_s / 2)
         t_has = pull_behind(t_start, 0.0, t_received, int(m.get("objects_down") or 1), costs)
         rows.append([1.0, float(m["flower_bytes_down"]) / MIB])
@@ -208,9 +213,7 @@ def fit_node_share(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[s
     for m in messages:
         if m.get("launch_s") is None or m.get("process_start_s") is None:
             continue
-        t_start = float(m["launch_s"])
-        t_received = t_start - float(m["process_start_s"])
-        t_app = t_received + float(m["parts"]["clientapp_start_s"])
+        t_start, t_received, t_app = _from_receiving(m)
         n, nbytes = int(m.get("objects_down") or 1), float(m["flower_bytes_down"])
         predicted = (pull_behind(t_start, 0.0, t_received, n, costs) + costs.local_cpu_s(nbytes)
                      + costs.clientapp_other_s)
