@@ -159,6 +159,17 @@ def emulation_markdown(data: dict[str, Any]) -> str:
               f"{reused_note(data.get('reused') or [])}\n\n" + _emulation_verdict(data["rows"]))
 
 
+HEADROOM_CMD = (".venv/bin/python benchmarks/agreement.py --case emulation --rounds 3 --clients 8 --dilations auto,10 "
+                "--out benchmarks/results/agreement-emulation-headroom.json")
+
+
+@result_table("fidelity.emulation-headroom", "agreement-emulation-headroom.json", HEADROOM_CMD)
+def emulation_headroom_markdown(data: dict[str, Any]) -> str:
+    """One client count at ``--dilation auto`` and at a larger K, side by side in one run: whether the
+    transfers that miss at auto K are the host's (they move with K) or the deployment's own (they do not)."""
+    return emulation_markdown(data)
+
+
 def _emulation_verdict(rows: list[dict[str, Any]]) -> str:
     """The issue-11 targets against the dilated rows, and whether the host let the run test them: a
     row whose rounds were host-bound measured the host, not the model."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fedbw.calibration.file import (FRACTIONS, HOST_REFERENCE, Calibration, Constant, at_host_speed, default_calibration, load_costs,
+from fedbw.calibration.file import (HOST_REFERENCE, Calibration, Constant, at_host_speed, default_calibration, load_costs,
                                    read_calibration, write_calibration)
 from fedbw.calibration.measure import fit_hops, fit_node_share, fit_process, nonnegative_lstsq
 from fedbw.errors import ConfigError
@@ -142,7 +142,7 @@ def test_the_shipped_default_is_a_real_calibration_of_every_cpu_cost() -> None:
     assert cal.provenance.get("created_utc") not in (None, "provisional")
     cpu = {f.name for f in dataclasses.fields(FlowerCosts)} - {
         "supernode_idle_poll_s", "superexec_poll_s", "reply_poll_s", "serverapp_poll_s", "backoff_first_s",
-        "backoff_cap_s", "object_workers", "content_wait_s"} - FRACTIONS  # Flower's own intervals; shares
+        "backoff_cap_s", "object_workers", "content_wait_s"}  # Flower's own intervals: not measured
     assert cpu - {"secagg"} <= set(cal.constants), f"not calibrated: {sorted(cpu - {'secagg'} - set(cal.constants))}"
     assert cal.secagg is not None and cal.costs().secagg == cal.secagg  # SecAgg+'s crypto, for its stages
     assert cal.provenance.get(HOST_REFERENCE, 0) > 0  # the host's speed then: comparisons rescale from it
