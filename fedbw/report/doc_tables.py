@@ -160,14 +160,11 @@ def emulation_markdown(data: dict[str, Any]) -> str:
 
 
 HEADROOM_CMD = (".venv/bin/python benchmarks/agreement.py --case emulation --rounds 3 --clients 8 --dilations auto,10 "
+                "--calibration benchmarks/results/calibration-privacy.toml "
                 "--out benchmarks/results/agreement-emulation-headroom.json")
-
-
-@result_table("fidelity.emulation-headroom", "agreement-emulation-headroom.json", HEADROOM_CMD)
-def emulation_headroom_markdown(data: dict[str, Any]) -> str:
-    """One client count at ``--dilation auto`` and at a larger K, side by side in one run: whether the
-    transfers that miss at auto K are the host's (they move with K) or the deployment's own (they do not)."""
-    return emulation_markdown(data)
+# One client count at --dilation auto and at a larger K, side by side in one run, in the emulation table's
+# form: whether the transfers that miss at auto K are the host's (they move with K) or not.
+result_table("fidelity.emulation-headroom", "agreement-emulation-headroom.json", HEADROOM_CMD)(emulation_markdown)
 
 
 def _emulation_verdict(rows: list[dict[str, Any]]) -> str:

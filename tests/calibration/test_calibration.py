@@ -137,7 +137,7 @@ def test_bad_calibration_files_say_what_is_wrong(tmp_path: Path) -> None:
         read_calibration(tmp_path / "neg.toml")
 
 
-def test_the_shipped_default_is_a_real_calibration_of_every_cpu_cost() -> None:
+def test_the_shipped_default_is_a_real_calibration_of_every_fitted_constant() -> None:
     cal = default_calibration()
     assert cal.provenance.get("created_utc") not in (None, "provisional")
     cpu = {f.name for f in dataclasses.fields(FlowerCosts)} - {
