@@ -277,11 +277,19 @@ def case_row(name: str, n: int, rounds_by_engine: dict[str, list[Any]]) -> dict[
             "compute_s": [r.compute_time_s for r in rounds], "framework_s": [r.framework_time_s for r in rounds],
             "steady_round_s": statistics.mean(r.round_time_s for r in steady) if steady else None,
             **{f"steady_{k}_s": statistics.mean(getattr(r, f"{k}_time_s") for r in steady) if steady else None
-               for k in ("comm", "compute", "framework")}}
+               for k in ("comm", "compute", "framework")},
+            "steady_parts_s": steady_parts(steady)}
     ref = row["engines"].get("emulate", {}).get("steady_round_s")
     for engine, v in row["engines"].items():
         v["vs_emulate"] = (v["steady_round_s"] / ref - 1) if ref and v["steady_round_s"] is not None else None
     return row
+
+
+def steady_parts(rounds: list[Any]) -> dict[str, float]:
+    """The framework time of steady rounds by part (each round's ``framework_parts_s``: the critical
+    client's parts and the server's), means; a part a round lacks counts 0 there."""
+    keys = sorted({k for r in rounds for k in r.extra.get("framework_parts_s", {})})
+    return {k: statistics.mean(r.extra.get("framework_parts_s", {}).get(k, 0.0) for r in rounds) for k in keys}
 
 
 def server_bound(out: Path) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 from fedbw.report.agreement_notes import calibration_note, reused_note, speed_note
 from fedbw.report.doc_blocks import BY_RESULT, md_table, result_table, table
 from fedbw.report.format import fmt_s
-from fedbw.report.framework_parts import framework_parts_table
+from fedbw.report.framework_parts import deployment_parts_table, framework_parts_table
 
 AGREEMENT_CMD = ".venv/bin/python benchmarks/agreement.py --case deployment"
 
@@ -58,7 +58,7 @@ def deployment_markdown(data: dict[str, Any]) -> str:
     return (text + f"\nSteady rounds (2 and later) of each run, means; measured {data['date']} on {data['machine']}."
             + calibration_note(data)
             + speed_note(data, data["cases"]) + reused_note(data.get("reused") or []) + "\n\n"
-            + _rounds_verdict(data["cases"]))
+            + _rounds_verdict(data["cases"]) + deployment_parts_table(data["cases"]))
 
 
 #: issue 10: estimate's and simulate's whole rounds within 10 % of emulate's

@@ -13,6 +13,38 @@ PART_TITLES = dict(zip(FRAMEWORK_PARTS, ("SuperNode pull wait", "ClientApp start
                                          "ServerApp poll"), strict=True))
 
 
+def as_emulate_times(parts: dict[str, float]) -> dict[str, float]:
+    """The model's parts cut where emulate's are: emulate times the SuperNode's pull wait from the start of
+    the ServerApp's push (``fedbw.fl.measure`` stamps ``t_sent`` before pushing), so the model's push
+    (``server_push_s``, a server part of its own) joins it. Both count the ServerApp's pull of the reply in
+    its poll."""
+    out = {k: float(parts.get(k, 0.0)) for k in FRAMEWORK_PARTS}
+    out["supernode_poll_s"] += float(parts.get("server_push_s", 0.0))
+    return out
+
+
+def deployment_parts_table(cases: list[dict[str, Any]], model: str = "estimate") -> str:
+    """Per case, the steady round's link time and each framework part, ``model`` / emulate and the
+    difference, with the model's parts cut as emulate's (:func:`as_emulate_times`); cases whose runs
+    carry no parts (recorded before they were): nothing."""
+    cases = [c for c in cases if c["engines"].get(model, {}).get("steady_parts_s")
+             and c["engines"].get("emulate", {}).get("steady_parts_s")]
+    if not cases:
+        return ""
+    titles = {**PART_TITLES, "supernode_poll_s": "push + SuperNode pull wait"}
+    head = ["case", "clients", f"comm: {model} / emulate (Δ)", *(f"{t}: {model} / emulate (Δ)" for t in titles.values())]
+    rows = []
+    for c in cases:
+        m, e = c["engines"][model], c["engines"]["emulate"]
+        mp, ep = as_emulate_times(m["steady_parts_s"]), {k: e["steady_parts_s"].get(k, 0.0) for k in FRAMEWORK_PARTS}
+        pairs = [(m["steady_comm_s"], e["steady_comm_s"]), *((mp[k], ep[k]) for k in titles)]
+        rows.append([c["case"], str(c["clients"]), *(f"{fmt_s(a)} / {fmt_s(b)} ({b - a:+.2f} s)" for a, b in pairs)])
+    return (f"\nWhere the rounds differ: the steady round's link time and its framework time by part (the critical "
+            f"client's, means; Δ = emulate − {model}). The model's push is counted in the SuperNode's pull wait, as "
+            "emulate times it; its aggregation (a few ms here) has no column.\n\n"
+            + md_table(head, rows, right=set(range(1, len(head)))))
+
+
 def framework_parts_table(rows: list[dict[str, Any]]) -> str:
     """Each framework part of the critical path, study / emulate and the difference, for the rows that
     carry them (runs before parts were recorded: nothing)."""
