@@ -432,7 +432,8 @@ def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
                      "host_share": statistics.mean(h.share for h in host) if host else None,
                      "host_bound_rounds": sum(h.bound for h in host),
                      # which of Flower's costs differ: each part, the study's and emulate's steady means
-                     "simulate_parts_s": {k: sim.framework_parts_s.get(k, 0.0) for k in FRAMEWORK_PARTS},
+                     # every part, the server's push too (the table cuts them where emulate does)
+                     "simulate_parts_s": {**dict.fromkeys(FRAMEWORK_PARTS, 0.0), **sim.framework_parts_s},
                      "emulate_parts_s": {k: statistics.mean(r.extra.get("framework_parts_s", {}).get(k, 0.0)
                                                             for r in steady) for k in FRAMEWORK_PARTS}
                      if steady else None})

@@ -47,13 +47,21 @@ def deployment_parts_table(cases: list[dict[str, Any]], model: str = "estimate")
 
 def framework_parts_table(rows: list[dict[str, Any]]) -> str:
     """Each framework part of the critical path, study / emulate and the difference, for the rows that
-    carry them (runs before parts were recorded: nothing)."""
+    carry them (runs before parts were recorded: nothing). Rows that kept the study's push
+    (``server_push_s``) have it counted in the SuperNode's wait, as emulate times it
+    (:func:`as_emulate_times`); rows recorded before kept only the five shared parts, and say so."""
     rows = [r for r in rows if r.get("simulate_parts_s") and r.get("emulate_parts_s")]
     if not rows:
         return ""
-    head = ["variant", *(f"{t}: study / emulate (Δ)" for t in PART_TITLES.values())]
-    cells = [[r["variant"], *(f"{fmt_s(r['simulate_parts_s'][k])} / {fmt_s(r['emulate_parts_s'][k])} "
-                              f"({r['emulate_parts_s'][k] - r['simulate_parts_s'][k]:+.2f} s)" for k in PART_TITLES)]
-             for r in rows]
-    return ("\nThe framework column by part (the critical client's, steady-round means; Δ = emulate − study):\n\n"
+    folded = all("server_push_s" in r["simulate_parts_s"] for r in rows)
+    titles = {**PART_TITLES, "supernode_poll_s": "push + SuperNode pull wait"} if folded else PART_TITLES
+    head = ["variant", *(f"{t}: study / emulate (Δ)" for t in titles.values())]
+    cells = []
+    for r in rows:
+        study, emu = as_emulate_times(r["simulate_parts_s"]), r["emulate_parts_s"]
+        cells.append([r["variant"], *(f"{fmt_s(study[k])} / {fmt_s(emu[k])} ({emu[k] - study[k]:+.2f} s)"
+                                      for k in titles)])
+    cut = ("the study's push counted in the SuperNode's wait, as emulate times it" if folded else
+           "recorded without the study's push, which emulate's SuperNode wait includes")
+    return (f"\nThe framework column by part (the critical client's, steady-round means; Δ = emulate − study; {cut}):\n\n"
             + md_table(head, cells, right=set(range(1, len(head)))))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fedbw.netmodel.flower import FRAMEWORK_PARTS
-from fedbw.report.framework_parts import as_emulate_times, deployment_parts_table
+from fedbw.report.framework_parts import as_emulate_times, deployment_parts_table, framework_parts_table
 
 MODEL_PARTS = {"supernode_poll_s": 1.0, "clientapp_start_s": 2.5, "app_other_s": 0.0, "reply_pickup_s": 0.25,
                "serverapp_poll_s": 1.5, "server_push_s": 0.75, "server_pull_s": 0.7, "server_aggregate_s": 0.02}
@@ -42,3 +42,17 @@ def test_deployment_parts_table_gives_each_part_and_its_difference() -> None:
 def test_cases_without_recorded_parts_give_no_table() -> None:
     assert deployment_parts_table([_case({}, {"supernode_poll_s": 1.0})]) == ""
     assert deployment_parts_table([]) == ""
+
+
+def _privacy_row(study_parts: dict[str, float]) -> dict:
+    return {"variant": "plain", "simulate_parts_s": study_parts,
+            "emulate_parts_s": {"supernode_poll_s": 2.0, "clientapp_start_s": 2.5, "app_other_s": 0.0,
+                                "reply_pickup_s": 0.25, "serverapp_poll_s": 1.5}}
+
+
+def test_privacy_parts_fold_the_push_where_the_study_kept_it() -> None:
+    text = framework_parts_table([_privacy_row(MODEL_PARTS)])
+    assert "push + SuperNode pull wait: study / emulate" in text and "(+0.25 s)" in text  # 1.75 → 2.0
+    # rows recorded with the five shared parts only: the table says the push is missing on the study's side
+    old = framework_parts_table([_privacy_row({k: MODEL_PARTS[k] for k in FRAMEWORK_PARTS})])
+    assert "recorded without the study's push" in old and "(+1.00 s)" in old  # 1.0 → 2.0
