@@ -1,4 +1,4 @@
-"""The framework time by part, study / emulate: which of Flower's costs differ where two engines' rounds do."""
+"""The framework time by part, model / emulate: which of Flower's costs differ where two engines' rounds do."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from fedbw.netmodel.flower import FRAMEWORK_PARTS
 from fedbw.report.doc_blocks import md_table
 from fedbw.report.format import fmt_s
 
-#: Column titles of the framework parts (fedbw.netmodel.flower.FRAMEWORK_PARTS) in the privacy breakdown.
+#: Column titles of the framework parts (fedbw.netmodel.flower.FRAMEWORK_PARTS).
 PART_TITLES = dict(zip(FRAMEWORK_PARTS, ("SuperNode pull wait", "ClientApp start", "app's own time", "reply pick-up",
                                          "ServerApp poll"), strict=True))
+#: The same, once the model's push is counted in the SuperNode's wait (:func:`as_emulate_times`).
+FOLDED_TITLES = {**PART_TITLES, "supernode_poll_s": "push + SuperNode pull wait"}
 
 
 def as_emulate_times(parts: dict[str, float]) -> dict[str, float]:
@@ -23,6 +25,11 @@ def as_emulate_times(parts: dict[str, float]) -> dict[str, float]:
     return out
 
 
+def _pair(model_s: float, emulate_s: float) -> str:
+    """One cell: the model's time / emulate's (emulate − model)."""
+    return f"{fmt_s(model_s)} / {fmt_s(emulate_s)} ({emulate_s - model_s:+.2f} s)"
+
+
 def deployment_parts_table(cases: list[dict[str, Any]], model: str = "estimate") -> str:
     """Per case, the steady round's link time and each framework part, ``model`` / emulate and the
     difference, with the model's parts cut as emulate's (:func:`as_emulate_times`); cases whose runs
@@ -31,17 +38,18 @@ def deployment_parts_table(cases: list[dict[str, Any]], model: str = "estimate")
              and c["engines"].get("emulate", {}).get("steady_parts_s")]
     if not cases:
         return ""
-    titles = {**PART_TITLES, "supernode_poll_s": "push + SuperNode pull wait"}
-    head = ["case", "clients", f"comm: {model} / emulate (Δ)", *(f"{t}: {model} / emulate (Δ)" for t in titles.values())]
+    head = ["case", "clients", f"comm: {model} / emulate (Δ)",
+            *(f"{t}: {model} / emulate (Δ)" for t in FOLDED_TITLES.values())]
     rows = []
     for c in cases:
         m, e = c["engines"][model], c["engines"]["emulate"]
         mp, ep = as_emulate_times(m["steady_parts_s"]), {k: e["steady_parts_s"].get(k, 0.0) for k in FRAMEWORK_PARTS}
-        pairs = [(m["steady_comm_s"], e["steady_comm_s"]), *((mp[k], ep[k]) for k in titles)]
-        rows.append([c["case"], str(c["clients"]), *(f"{fmt_s(a)} / {fmt_s(b)} ({b - a:+.2f} s)" for a, b in pairs)])
+        rows.append([c["case"], str(c["clients"]), _pair(m["steady_comm_s"], e["steady_comm_s"]),
+                     *(_pair(mp[k], ep[k]) for k in FOLDED_TITLES)])
+    aggregate = max(c["engines"][model]["steady_parts_s"].get("server_aggregate_s", 0.0) for c in cases)
     return (f"\nWhere the rounds differ: the steady round's link time and its framework time by part (the critical "
             f"client's, means; Δ = emulate − {model}). The model's push is counted in the SuperNode's pull wait, as "
-            "emulate times it; its aggregation (a few ms here) has no column.\n\n"
+            f"emulate times it; its aggregation (at most {fmt_s(aggregate)} here) has no column.\n\n"
             + md_table(head, rows, right=set(range(1, len(head)))))
 
 
@@ -54,13 +62,12 @@ def framework_parts_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     folded = all("server_push_s" in r["simulate_parts_s"] for r in rows)
-    titles = {**PART_TITLES, "supernode_poll_s": "push + SuperNode pull wait"} if folded else PART_TITLES
+    titles = FOLDED_TITLES if folded else PART_TITLES
     head = ["variant", *(f"{t}: study / emulate (Δ)" for t in titles.values())]
     cells = []
     for r in rows:
-        study, emu = as_emulate_times(r["simulate_parts_s"]), r["emulate_parts_s"]
-        cells.append([r["variant"], *(f"{fmt_s(study[k])} / {fmt_s(emu[k])} ({emu[k] - study[k]:+.2f} s)"
-                                      for k in titles)])
+        study = as_emulate_times(r["simulate_parts_s"])
+        cells.append([r["variant"], *(_pair(study[k], r["emulate_parts_s"][k]) for k in titles)])
     cut = ("the study's push counted in the SuperNode's wait, as emulate times it" if folded else
            "recorded without the study's push, which emulate's SuperNode wait includes")
     return (f"\nThe framework column by part (the critical client's, steady-round means; Δ = emulate − study; {cut}):\n\n"

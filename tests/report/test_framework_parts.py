@@ -37,6 +37,7 @@ def test_deployment_parts_table_gives_each_part_and_its_difference() -> None:
     assert cells[3].endswith("(+0.25 s)")  # push + pull wait: 1.75 → 2.0
     assert cells[4].endswith("(+1.00 s)") and cells[7].endswith("(-0.50 s)")
     assert "push + SuperNode pull wait: estimate / emulate" in text
+    assert "aggregation (at most 20.00 ms here)" in text  # from the model's server_aggregate_s, not typed
 
 
 def test_cases_without_recorded_parts_give_no_table() -> None:
