@@ -41,7 +41,7 @@ DEFAULT_FILE = "flower-costs.toml"
 _FIELDS = {f.name for f in dataclasses.fields(FlowerCosts)} - {"secagg"}
 _SECAGG_FIELDS = {f.name for f in dataclasses.fields(SecAggCostConstants)}
 #: Constants that are shares, not CPU time: a host's speed does not rescale them, and they lie in [0, 1].
-FRACTIONS = frozenset({"node_download_share"})
+FRACTIONS = frozenset({"node_download_share", "server_share"})
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """``fedbw calibrate``: Flower's costs on this machine, measured with Flower's real processes.
 
-Every measurement runs one client at a time, and all but one on unshaped loopback (the ``loopback`` link
-profile), so that nothing contends and the link costs nothing: what remains of each transfer is Flower's
-own CPU work, and what remains of each exchange is its polls and its process start. Where the host allows
+Every measurement but one runs one client at a time, and all but two on unshaped loopback (the ``loopback``
+link profile), so that nothing contends and the link costs nothing: what remains of each transfer is
+Flower's own CPU work, and what remains of each exchange is its polls and its process start. The one with
+four clients is there to make them contend, at the SuperLink. Where the host allows
 cgroups, the runs are dilated (``emulate --dilation``) with the device capped to one core of this host and
 the server to two, the arrangement dilated emulations use: the constants then describe a device of one
 core of this machine, whatever else the host runs. Steps:
@@ -17,7 +18,10 @@ core of this machine, whatever else the host runs. Steps:
    the round trip of an empty pull (the gap "Sent" → next "Receiving" beyond the 3 s sleep);
 3. emulate resnet18 once more on a shaped home link, where the download lasts longer than the
    ClientApp's launch: the share of the download's CPU that delays a ClientApp running beside it on the
-   device (``node_download_share``);
+   device (``node_download_share``), and the round trips a download makes beyond the model's
+   (``download_round_trips``: a round trip costs nothing unshaped); then the same with four clients,
+   whose transfers overlap: the share
+   of the hop's object CPU that queues at the SuperLink (``server_share``, :mod:`.server_share`);
 4. emulate fedbw's apps with real training (small-cnn on digits): what a fresh ClientApp process spends
    on the app's own set-up (importing torch, building the model) besides training;
 5. time Flower's FedAvg aggregation in-process: a base and a cost per MiB of replies;
@@ -30,7 +34,6 @@ range) and the number of samples, beside the machine, the date and the versions.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import platform
 import statistics
@@ -61,23 +64,23 @@ SHAPED_MODEL, SHAPED_PROFILE = "resnet18", "home-30"
 
 
 def _config(model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0,
-            profile: str = "loopback") -> Any:
+            profile: str = "loopback", clients: int = 1) -> Any:
     from fedbw.config import config_from_dict
 
     return config_from_dict({
         "name": f"calibrate-{model}-{compute}", "engine": "emulate", "seed": 0, "output_dir": str(out),
         "model": {"name": model}, "data": {"dataset": "auto" if compute == "real" else "synthetic"},
-        "clients": {"total": 1, "per_round": 1, "compute": compute, "device_profile": "dc-gpu"},
+        "clients": {"total": clients, "per_round": clients, "compute": compute, "device_profile": "dc-gpu"},
         "training": {"rounds": rounds, "local_epochs": 1}, "network": {"profile": profile},
         "server": {"link": "none"}, "emulate": {"keep_logs": False, "dilation": dilation}})
 
 
 def _emulated_messages(model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0,
-                       profile: str = "loopback") -> list[dict[str, Any]]:
+                       profile: str = "loopback", clients: int = 1) -> list[dict[str, Any]]:
     """Every message of one emulated run, as its emulate.json holds it."""
     from fedbw.runner import run_experiment
 
-    result = run_experiment(_config(model, compute, rounds, out, dilation, profile))
+    result = run_experiment(_config(model, compute, rounds, out, dilation, profile, clients))
     assert result.run_dir is not None
     data = json.loads((result.run_dir / "emulate.json").read_text(encoding="utf-8"))
     return [{**m, "model": model} for m in data["messages"] if m.get("error") is None]
@@ -199,16 +202,16 @@ def fit_process(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[str,
 
 def fit_node_share(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[str, Constant]:
     """The share of a download's hop CPU that delays a ClientApp launched while the download still arrives
-    (:func:`fedbw.netmodel.flower.node_cpu_during_download_s`), from a shaped run's messages.
+    (:func:`fedbw.netmodel.contention.node_cpu_during_download_s`), from a shaped run's messages.
 
     Per message (times from "Receiving"): what the ClientApp needed beyond the unshaped calibration's
     costs — its measured start of the app's code minus (its own pull behind the download, the local pull,
     the fixed work) — against the download's hop CPU after the launch; least squares through the origin,
     kept within [0, 1]. ``costs`` carries the hop, process and local-pull constants fitted before.
     """
-    from fedbw.netmodel.flower import node_cpu_during_download_s, pull_behind
+    from fedbw.netmodel.contention import node_cpu_during_download_s
+    from fedbw.netmodel.flower import pull_behind
 
-    unit = dataclasses.replace(costs, node_download_share=1.0)
     xs, rs = [], []
     for m in messages:
         if m.get("launch_s") is None or m.get("process_start_s") is None:
@@ -217,7 +220,8 @@ def fit_node_share(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[s
         n, nbytes = int(m.get("objects_down") or 1), float(m["flower_bytes_down"])
         predicted = (pull_behind(t_start, 0.0, t_received, n, costs) + costs.local_cpu_s(nbytes)
                      + costs.clientapp_other_s)
-        x = node_cpu_during_download_s(unit, n, nbytes, 0.0, t_received, t_start - costs.clientapp_start_s)
+        x = node_cpu_during_download_s(1.0, costs.hop_cpu_s(n, nbytes), 0.0, t_received,
+                                       t_start - costs.clientapp_start_s)
         if x > 0:
             xs.append(x)
             rs.append(t_app - predicted)
@@ -229,6 +233,35 @@ def fit_node_share(messages: list[dict[str, Any]], costs: FlowerCosts) -> dict[s
                                             f"{SHAPED_MODEL} on {SHAPED_PROFILE}, the ClientApp launched during "
                                             "the download: its delay beyond the unshaped costs on the "
                                             "download's hop CPU after the launch (least squares, in [0, 1])")}
+
+
+def fit_download_round_trips(messages: list[dict[str, Any]], costs: FlowerCosts, link: Any,
+                             array_shares: tuple[float, ...] = ()) -> dict[str, Constant]:
+    """Round trips a download makes in series beyond the model's (its message's pull, its confirm and its
+    objects), from a shaped run: the median of (measured − modelled download) ÷ the link's round trip, ≥ 0.
+
+    The unshaped runs cannot show them (a round trip there costs nothing). Their time on the shaped link is
+    what the requests before the first object's body and after the last one add; the median keeps a
+    download that met the ServerApp's push (Flower's pull backoff) from moving it.
+    """
+    from fedbw.netmodel.objects import transfer_objects_s
+
+    if link.rtt_s <= 0:
+        return {}
+    counts = []
+    for m in messages:
+        n, nbytes = int(m.get("objects_down") or 1), float(m.get("flower_bytes_down") or 0.0)
+        if not nbytes or not m.get("t_down_s"):
+            continue
+        model = (2 * link.rtt_s + costs.hop_message_s
+                 + transfer_objects_s(nbytes, n, link.down_bytes_per_s, link.rtt_s, costs.object_workers,
+                                      costs.hop_object_s, costs.hop_s_per_mib / MIB, array_shares))
+        counts.append((float(m["t_down_s"]) - model) / link.rtt_s)
+    if not counts:
+        return {}
+    return {"download_round_trips": Constant(
+        max(0.0, statistics.median(counts)), _spread(counts), len(counts),
+        f"{SHAPED_MODEL} on {SHAPED_PROFILE}: (measured − modelled download) ÷ the round trip, median, ≥ 0")}
 
 
 def fit_app_setup(messages: list[dict[str, Any]]) -> dict[str, Constant]:
@@ -298,11 +331,15 @@ def calibration_dilation(value: float | str = "auto") -> tuple[float, bool]:
 
 def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: str = "fedbw calibrate",
               workdir: Path | None = None, dilation: float | str = "auto") -> Calibration:
-    """Measure Flower's costs on this machine (10–15 minutes on 2 cores); see the module docstring."""
+    """Measure Flower's costs on this machine (15–20 minutes on 2 cores); see the module docstring."""
     from fedbw.calibration.app_start import host_reference_s
+    from fedbw.calibration.server_share import TOGETHER_CLIENTS, fit_server_share
+    from fedbw.catalog import get_model
+    from fedbw.engines.emulate.federation import auto_dilation
+    from fedbw.links import profile_link
 
     k, capped = calibration_dilation(dilation)
-    steps = len(SYNTHETIC_MODELS) + len(PROBE_PARAMS) + 3
+    steps = len(SYNTHETIC_MODELS) + len(PROBE_PARAMS) + 4
     constants: dict[str, Constant] = {}
     references = [host_reference_s()]  # the host's speed before, between and after the measurements
     with tempfile.TemporaryDirectory(prefix="fedbw-calibrate-", dir=workdir) as tmp:
@@ -319,9 +356,18 @@ def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: st
         base = FlowerCosts(**{k: c.value for k, c in constants.items()})
         constants.update(fit_process(messages, base))
         references.append(host_reference_s())
-        step(f"emulate {SHAPED_MODEL} (synthetic compute) on {SHAPED_PROFILE}", steps - 3, steps)
+        step(f"emulate {SHAPED_MODEL} (synthetic compute) on {SHAPED_PROFILE}", steps - 4, steps)
         shaped = _emulated_messages(SHAPED_MODEL, "synthetic", rounds, out, k, SHAPED_PROFILE)
         constants.update(fit_node_share(shaped, FlowerCosts(**{k: c.value for k, c in constants.items()})))
+        link, shares = profile_link(SHAPED_PROFILE).model(), get_model(SHAPED_MODEL).array_shares
+        constants.update(fit_download_round_trips(shaped, FlowerCosts(**{k: c.value for k, c in constants.items()}),
+                                                  link, shares))
+        step(f"emulate {SHAPED_MODEL} on {SHAPED_PROFILE} with {TOGETHER_CLIENTS} clients", steps - 3, steps)
+        together = _emulated_messages(SHAPED_MODEL, "synthetic", rounds, out,
+                                      max(k, auto_dilation(TOGETHER_CLIENTS)) if capped else k, SHAPED_PROFILE,
+                                      TOGETHER_CLIENTS)
+        constants.update(fit_server_share(shaped, together, FlowerCosts(**{k: c.value for k, c in constants.items()}),
+                                          link, shares))
         step(f"emulate {REAL_MODEL} (real training)", steps - 2, steps)
         constants.update(fit_app_setup(_emulated_messages(REAL_MODEL, "real", rounds, out, k)))
     step("time Flower's FedAvg aggregation", steps - 1, steps)

@@ -136,9 +136,9 @@ def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--o
               dilation: str = typer.Option("auto", "--dilation",
                                            help='"auto": dilated by 2, the device capped to one core, where '
                                                 'cgroups allow; or K (1 = undilated)')) -> None:
-    """Measure Flower's own costs on this machine (real Flower processes, one client at a time, unshaped
-    loopback and one shaped run) and write them as a calibration file for `--calibration` (10–15 minutes
-    on 2 cores)."""
+    """Measure Flower's own costs on this machine (real Flower processes, one client at a time on unshaped
+    loopback, then shaped runs of one and of four clients) and write them as a calibration file for
+    `--calibration` (15–20 minutes on 2 cores)."""
     import shlex
     import sys
 

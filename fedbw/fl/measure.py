@@ -164,9 +164,10 @@ class MeasuringGrid(Grid):
                          "bytes_down": nbytes, "objects_down": objects})
         t_sent = time.perf_counter()
         ids = list(self._inner.push_messages(messages))
+        t_pushed = time.perf_counter()  # the grid returns once every message's objects are on the SuperLink
         with self._lock:
             for mid, i in zip(ids, info):
-                i["t_sent"] = t_sent
+                i["t_sent"], i["t_pushed"] = t_sent, t_pushed
                 self._sent[mid] = i
         return ids
 
@@ -190,7 +191,7 @@ class MeasuringGrid(Grid):
             event: dict[str, Any] = {"round": sent["round"], "client_id": cid, "stage": sent["stage"],
                                      "node_id": sent["node_id"], "bytes_down": sent["bytes_down"],
                                      "objects_down": sent["objects_down"], "t_sent": sent["t_sent"],
-                                     "t_replied": t_pulled}
+                                     "t_pushed": sent["t_pushed"], "t_replied": t_pulled}
             if reply.has_error():
                 event.update(bytes_up=0, objects_up=0, error=f"{reply.error.code}: {reply.error.reason}")
             else:

@@ -37,6 +37,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fedbw.netmodel.contention import hop_cpu_factor, node_cpu_during_download_s, stage_concurrency
 from fedbw.netmodel.objects import transfer_objects_s
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
 from fedbw.netmodel.sharing import Flow, finish_times
@@ -82,6 +83,12 @@ class FlowerCosts:
     #: the share of a download's hop CPU that the SuperNode spends on the device, where it delays the
     #: ClientApp launched before the download ends (one core for both): a fraction, not a time
     node_download_share: float = 0.0
+    #: the share of a hop's object CPU (per object and per MiB) spent in the SuperLink: one process, so one
+    #: queue for every client moving objects at the same time (:func:`hop_cpu_factor`); a fraction
+    server_share: float = 0.0
+    #: round trips a download makes in series besides the message's pull, its confirm and its objects
+    #: (requests before the first object and after the last), fitted from a shaped run
+    download_round_trips: float = 0.0
     aggregate_base_s: float = 0.06  #: server between stages: aggregate, configure, sample nodes
     aggregate_s_per_mib: float = 0.004  #: ... per MiB of replies aggregated
     #: SecAgg+'s crypto per primitive (keys, shares, masks), for the stages' client and server work
@@ -101,23 +108,6 @@ def costs_from_json(data: Mapping[str, object]) -> FlowerCosts:
     d = dict(data)
     crypto = d.pop("secagg", None)
     return FlowerCosts(**d, secagg=None if crypto is None else SecAggCostConstants.from_json(crypto))  # type: ignore[arg-type]
-
-
-def node_cpu_during_download_s(costs: FlowerCosts, objects: int, nbytes: float, t_pull_s: float,
-                               t_received_s: float, t_launch_s: float) -> float:
-    """The SuperNode's CPU for a download that is still arriving once the ClientApp is launched.
-
-    The SuperExec launches the ClientApp as soon as the message is pulled, so for a large message the
-    process starts, and pulls the objects already stored, while the SuperNode still receives the rest,
-    on the same device. The SuperNode's share of the download's hop CPU (``node_download_share``, fitted by
-    ``fedbw calibrate`` from a shaped run), spread evenly over the download, delays the ClientApp by the
-    part that falls after the launch. Nothing when the download was over before the launch (the
-    unshaped calibration runs, small messages).
-    """
-    if t_received_s <= t_launch_s or t_received_s <= t_pull_s or costs.node_download_share <= 0:
-        return 0.0
-    after = (t_received_s - max(t_launch_s, t_pull_s)) / (t_received_s - t_pull_s)
-    return costs.node_download_share * costs.hop_cpu_s(objects, nbytes) * after
 
 
 def backoff_until(t_attempt_s: float, t_available_s: float, costs: FlowerCosts) -> float:
@@ -305,7 +295,7 @@ class DeploymentClock:
         # 2. each SuperNode's pull (visible at once, objects once pushed); downloads share the server uplink
         for e in ex:
             e.t_pull = backoff_until(self._pull_time(lane, e, t0), t_pushed, c)
-        self._transfer(ex, "down", server_up_bytes_per_s)
+        self._transfer(ex, "down", server_up_bytes_per_s, server_cpu)
         # 3-4. the SuperExec (polling) launches a ClientApp process at "Receiving"; it pulls the message
         #      from the SuperNode (backing off if the download is not done), runs, hands the reply back;
         #      the SuperNode's reply poll, anchored at "Received", notices it
@@ -315,7 +305,8 @@ class DeploymentClock:
             t_running = t_launch + c.clientapp_start_s / s
             t_has = (pull_behind(t_running, e.t_pull, e.t_received, m.objects_down, c)
                      + (c.local_cpu_s(m.bytes_down) + node_cpu_during_download_s(
-                         c, m.objects_down, m.bytes_down, e.t_pull, e.t_received, t_launch)) / s)
+                         c.node_download_share, c.hop_cpu_s(m.objects_down, m.bytes_down), e.t_pull, e.t_received,
+                         t_launch)) / s)
             e.t_app = t_has + c.clientapp_other_s / s
             e.t_done = e.t_app + m.client_extra_s + m.compute_s
             e.t_ready = e.t_done + c.local_cpu_s(m.bytes_up) / s
@@ -324,7 +315,7 @@ class DeploymentClock:
             polls = math.ceil((e.t_done - e.t_received) / c.reply_poll_s - 1e-12)
             e.t_sending = e.t_received + max(polls, 0) * c.reply_poll_s
         # 5. uploads share the server's downlink; each SuperNode pulls again at once after its reply
-        self._transfer(ex, "up", server_down_bytes_per_s)
+        self._transfer(ex, "up", server_down_bytes_per_s, server_cpu)
         anchors = lane.anchors
         for e in ex:
             anchors.update(dict.fromkeys(e.members, e.t_sent))
@@ -346,7 +337,8 @@ class DeploymentClock:
                                               "extra_s": server_extra_s}, timings,
                            t_sent_s=[e.t_sent for e in ex])
 
-    def _transfer(self, ex: list[Exchange], direction: str, server_bytes_per_s: float) -> None:
+    def _transfer(self, ex: list[Exchange], direction: str, server_bytes_per_s: float,
+                  server_cpu: float = 1.0) -> None:
         """Lay every class's transfer in ``direction`` on its own link and the shared server link.
 
         A transfer is its message's request (a download: the pull of the message and the confirm after
@@ -354,7 +346,9 @@ class DeploymentClock:
         each a round trip and its CPU before its bytes (:mod:`fedbw.netmodel.objects`). An upload's
         objects start once the ClientApp has stored them on the SuperNode: its sender, finding an object
         missing, sleeps ``content_wait_s`` at a time. Sharing the server's link stretches only the bytes
-        on the wire: a flow's water-filled time beyond its time alone on its own link.
+        on the wire: a flow's water-filled time beyond its time alone on its own link. Sharing the
+        SuperLink's CPU (``server_share``) stretches each request's server work by the transfers in
+        service beside it (:func:`~fedbw.netmodel.contention.stage_concurrency`).
         """
         c = self.costs
         down = direction == "down"
@@ -369,13 +363,25 @@ class DeploymentClock:
         flows = [Flow(t, e.m.bytes_down if down else e.m.bytes_up,
                       e.link.down_bytes_per_s if down else e.link.up_bytes_per_s) for t, e in zip(starts, ex)]
         ends = finish_times(flows, server_bytes_per_s, [e.count for e in ex])
-        for e, f, end in zip(ex, flows, ends):
-            objects = e.m.objects_down if down else e.m.objects_up
-            objects_s = transfer_objects_s(f.size_bytes, objects, f.cap_bytes_per_s, e.link.rtt_s,
-                                           c.object_workers, c.hop_object_s / e.speed,
-                                           c.hop_s_per_mib / MIB / e.speed, self.array_shares)
+        def objects_time(e: Exchange, f: Flow, concurrency: float) -> float:
+            if c.server_share > 0:
+                k = hop_cpu_factor(c.server_share, concurrency, e.speed, server_cpu)
+                cpu_object, cpu_byte = c.hop_object_s * k, c.hop_s_per_mib / MIB * k
+            else:  # the calibration's own arithmetic, to the last bit
+                cpu_object, cpu_byte = c.hop_object_s / e.speed, c.hop_s_per_mib / MIB / e.speed
+            return transfer_objects_s(f.size_bytes, e.m.objects_down if down else e.m.objects_up, f.cap_bytes_per_s,
+                                      e.link.rtt_s, c.object_workers, cpu_object, cpu_byte, self.array_shares)
+
+        objects = [objects_time(e, f, 1.0) for e, f in zip(ex, flows)]
+        if c.server_share > 0 and sum(e.count for e in ex) > 1:
+            windows = [(f.start_s, f.start_s + t) for f, t in zip(flows, objects)]
+            objects = [objects_time(e, f, 1.0 + stage_concurrency(i, windows, [x.count for x in ex],
+                                                                     e.anchor_s is not None, c.supernode_idle_poll_s))
+                       for i, (e, f) in enumerate(zip(ex, flows))]
+        for e, f, end, objects_s in zip(ex, flows, ends, objects):
             t0 = e.t_pull if down else e.t_sending
-            lead = f.start_s - t0 + c.hop_message_s / e.speed + (e.link.rtt_s if down else 0.0)
+            lead = f.start_s - t0 + c.hop_message_s / e.speed + ((1.0 + c.download_round_trips) * e.link.rtt_s
+                                                                 if down else 0.0)
             alone = f.size_bytes / f.cap_bytes_per_s if f.cap_bytes_per_s > 0 else math.inf
             solo = lead + objects_s
             shared = solo + max(0.0, (end - f.start_s) - alone)

@@ -135,8 +135,9 @@ def _frac(v: float | None) -> str:
 @result_table("fidelity.emulation", "agreement-emulation.json", EMULATION_CMD)
 def emulation_markdown(data: dict[str, Any]) -> str:
     """emulate vs simulate per client count and dilation: transfers, rounds, and the host's share."""
-    head = ["clients", "dilation", "transfers ≥ 1 s", "within 2 %", "median / max error", "simulate round",
-            "emulate round", "round error", "host share", "host-bound rounds", "host CPU busy"]
+    head = ["clients", "dilation", "transfers ≥ 1 s", "within 2 %", "median / max error",
+            "met the push", "within 2 %, the push's aside", "simulate round", "emulate round", "round error",
+            "host share", "host-bound rounds", "host CPU busy"]
     rows = []
     for r in data["rows"]:
         if "error" in r:  # the run failed: the row says so instead of the benchmark losing every row
@@ -146,7 +147,10 @@ def emulation_markdown(data: dict[str, Any]) -> str:
         k = f"{r['dilation']:g}×" + (" capped" if r["cpu_capped"] else "") if r["dilation"] > 1 else "none"
         errs = (f"{_pct(r['transfer_median_abs_error'])} / {_pct(r['transfer_max_abs_error'])}"
                 if r["transfer_median_abs_error"] is not None else "-")
+        met, apart = r.get("transfers_met_push"), r.get("transfers_apart_from_push")
         rows.append([str(r["clients"]), k, str(r["transfers_ge_1s"]), str(r["transfers_within_2pct"]), errs,
+                     "-" if met is None else str(met),
+                     "-" if apart is None else f"{r['within_2pct_apart_from_push']} of {apart}",
                      fmt_s(r["simulate_round_s"]), fmt_s(r["emulate_round_s"]), _pct(r["round_error"]),
                      _frac(r["host_share"]), f"{r['host_bound_rounds']} of {len(r['emulate_rounds_s'])}",
                      _frac(r["cpu_busy"])])
@@ -185,8 +189,12 @@ def _emulation_verdict(rows: list[dict[str, Any]]) -> str:
     total = sum(len(r["emulate_rounds_s"]) for r in dilated)
     busy = [r["cpu_busy"] for r in dilated if r.get("cpu_busy") is not None]
     text = (f"**Targets, dilated rows:** rounds within 5 % in {rounds_ok} of {len(dilated)} rows; transfers "
-            f"of ≥ 1 s within 2 %: {transfers_ok} of {transfers}. {bound} of {total} dilated rounds were "
-            "host-bound")
+            f"of ≥ 1 s within 2 %: {transfers_ok} of {transfers}")
+    if all(r.get("transfers_apart_from_push") is not None for r in dilated):
+        apart = sum(r["transfers_apart_from_push"] for r in dilated)
+        text += (f" ({sum(r['within_2pct_apart_from_push'] for r in dilated)} of the {apart} that did not meet "
+                 "the ServerApp's push)")
+    text += f". {bound} of {total} dilated rounds were host-bound"
     if busy:
         text += f" (the host's CPUs {min(busy):.0%}–{max(busy):.0%} busy)"
     if bound:

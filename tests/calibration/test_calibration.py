@@ -66,14 +66,16 @@ def test_process_fit_counts_the_start_from_the_pull_when_the_process_starts_duri
 def test_node_share_fit_recovers_the_share_of_the_download_cpu_that_delays_the_clientapp() -> None:
     """Shaped messages laid out by the model with a known share; messages whose download ended before
     the launch carry no information and are left out."""
-    from fedbw.netmodel.flower import node_cpu_during_download_s, pull_behind
+    from fedbw.netmodel.contention import node_cpu_during_download_s
+    from fedbw.netmodel.flower import pull_behind
 
     costs = dataclasses.replace(FlowerCosts(), hop_object_s=0.008, hop_s_per_mib=0.0065, local_s_per_mib=0.008)
     truth = dataclasses.replace(costs, node_download_share=0.45)
     launch, objects, mib = costs.clientapp_start_s + costs.superexec_poll_s / 2, 131, 44.6
     messages = []
     for download in (3.0, 3.6, 4.2, 0.5):
-        delay = node_cpu_during_download_s(truth, objects, mib * MIB, 0.0, download, launch - costs.clientapp_start_s)
+        delay = node_cpu_during_download_s(truth.node_download_share, truth.hop_cpu_s(objects, mib * MIB), 0.0,
+                                           download, launch - costs.clientapp_start_s)
         t_app = (pull_behind(launch, 0.0, download, objects, costs) + costs.local_cpu_s(mib * MIB) + delay
                  + costs.clientapp_other_s)
         messages.append({"launch_s": launch, "process_start_s": launch - download, "objects_down": objects,
@@ -209,3 +211,81 @@ def test_a_calibration_that_cannot_be_written_leaves_the_earlier_file_whole(tmp_
     monkeypatch.setattr(atomic.os, "replace", os.replace)
     assert target.read_text(encoding="utf-8") == "# earlier\n"
     assert [p.name for p in tmp_path.iterdir()] == ["cal.toml"]
+
+
+def test_concurrency_counts_the_other_clients_transfers_by_their_overlap() -> None:
+    from fedbw.calibration.server_share import concurrency, transfer_windows
+
+    msgs = [{"client_id": 0, "t_receiving_s": 10.0, "t_down_s": 4.0, "t_sent_s": 30.0, "t_up_s": 10.0},
+            {"client_id": 1, "t_receiving_s": 12.0, "t_down_s": 4.0, "t_sent_s": 40.0, "t_up_s": 5.0},
+            {"client_id": 0, "t_receiving_s": None, "t_down_s": 1.0, "t_sent_s": 50.0, "t_up_s": 1.0}]
+    windows = transfer_windows(msgs)
+    assert windows[:2] == [(0, "down", 10.0, 14.0), (0, "up", 20.0, 30.0)] and windows[4] is None
+    n = concurrency(windows)
+    assert n[0] == n[2] == pytest.approx(1.5)  # half of each download overlaps the other's
+    assert n[1] == 1.0 and n[3] == 1.0  # the uploads do not meet; a client's own transfers never count
+    assert n[4] is None
+
+
+def test_server_share_fit_recovers_the_superlinks_part_of_the_object_cpu() -> None:
+    """Four clients whose transfers overlap wholly, laid out by the model with a known share over a
+    one-client run that carries the same fixed offset the model lacks (the fit uses growth only)."""
+    from fedbw.calibration.server_share import fit_server_share
+    from fedbw.netmodel.contention import hop_cpu_factor
+    from fedbw.netmodel.objects import transfer_objects_s
+    from fedbw.netmodel.transfer import ClientLink
+
+    costs = dataclasses.replace(FlowerCosts(), hop_object_s=0.006, hop_s_per_mib=0.006)
+    link = ClientLink(28.7, 287.0, 0.025)
+    nbytes, objects, offset = 46.8e6, 131, 0.4
+
+    def model(d: str, share: float, n: float) -> float:
+        k = hop_cpu_factor(share, n)
+        rate = link.down_bytes_per_s if d == "down" else link.up_bytes_per_s
+        return transfer_objects_s(nbytes, objects, rate, link.rtt_s, 2, costs.hop_object_s * k,
+                                  costs.hop_s_per_mib / MIB * k)
+
+    def msg(cid: int, t0: float, share: float, n: float) -> dict:
+        down, up = model("down", share, n) + offset, model("up", share, n) + offset
+        return {"client_id": cid, "t_receiving_s": t0, "t_down_s": down, "t_sent_s": t0 + 20.0, "t_up_s": up,
+                "flower_bytes_down": nbytes, "flower_bytes_up": nbytes, "objects_down": objects,
+                "objects_up": objects}
+
+    alone = [msg(0, 100.0 * r, 0.0, 1.0) for r in range(3)]
+    together = [msg(c, 100.0 * r, 0.35, 4.0) for r in range(3) for c in range(4)]
+    fit = fit_server_share(alone, together, costs, link)["server_share"]
+    assert fit.value == pytest.approx(0.35, abs=0.005) and fit.samples == 24
+    assert fit_server_share(alone, [msg(0, 0.0, 0.0, 1.0)], costs, link) == {}  # nothing overlapped
+
+
+def test_download_round_trip_fit_recovers_the_requests_beyond_the_model() -> None:
+    """Shaped downloads laid out by the model plus 6 round trips (one of them also met the push: +1.2 s);
+    the median takes the six, and a link without round trips has nothing to fit."""
+    from fedbw.calibration.measure import fit_download_round_trips
+    from fedbw.netmodel.objects import transfer_objects_s
+    from fedbw.netmodel.transfer import ClientLink
+
+    costs = dataclasses.replace(FlowerCosts(), hop_object_s=0.006, hop_s_per_mib=0.006, hop_message_s=0.0)
+    link = ClientLink(28.7, 287.0, 0.025)
+    nbytes, objects = 46.8e6, 131
+    model = 2 * link.rtt_s + transfer_objects_s(nbytes, objects, link.down_bytes_per_s, link.rtt_s, 2,
+                                                costs.hop_object_s, costs.hop_s_per_mib / MIB)
+    msgs = [{"objects_down": objects, "flower_bytes_down": nbytes, "t_down_s": model + 6 * link.rtt_s + extra}
+            for extra in (0.0, 0.0, 0.0, 1.2)]
+    fit = fit_download_round_trips(msgs, costs, link)["download_round_trips"]
+    assert fit.value == pytest.approx(6.0) and fit.samples == 4
+    assert fit_download_round_trips(msgs, costs, ClientLink(28.7, 287.0, 0.0)) == {}
+
+
+def test_download_round_trips_lengthen_downloads_only_by_that_many_round_trips() -> None:
+    from fedbw.netmodel.flower import DeploymentClock
+    from fedbw.netmodel.stage import StageMessage
+    from fedbw.netmodel.transfer import ClientLink
+
+    link = ClientLink(30.0, 300.0, 0.04)
+    msg = [StageMessage(0, 4e6, 4e6, 9, 9, compute_s=0.5)]
+    base = DeploymentClock(FlowerCosts()).run_stage("fit", msg, {0: link}).messages[0]
+    more = DeploymentClock(dataclasses.replace(FlowerCosts(), download_round_trips=5.0)).run_stage(
+        "fit", msg, {0: link}).messages[0]
+    assert more.t_down_s == pytest.approx(base.t_down_s + 5 * 0.04)
+    assert more.t_up_s == pytest.approx(base.t_up_s, abs=0.5)  # the upload's content waits may move a step

@@ -18,3 +18,22 @@ def test_the_emulation_table_names_reused_runs_and_their_start() -> None:
     assert "Reused from an earlier run" in text and "00:16" in text
     data["reused"] = []
     assert "Reused from an earlier run" not in emulation_markdown(data)
+
+
+def _row(**fields: object) -> dict:
+    row = {"clients": 2, "dilation": 3.0, "cpu_capped": True, "transfers_ge_1s": 12, "transfers_within_2pct": 7,
+           "transfer_median_abs_error": 0.01, "transfer_max_abs_error": 0.2, "simulate_round_s": 22.0,
+           "emulate_round_s": 22.5, "round_error": 0.02, "host_share": 0.03, "host_bound_rounds": 0,
+           "emulate_rounds_s": [23.0, 22.5, 22.5], "cpu_busy": 0.2}
+    return {**row, **fields}
+
+
+def test_downloads_that_met_the_push_are_counted_apart_when_the_run_logged_the_push() -> None:
+    """A run whose ServerApp logged the end of its push counts the downloads that started inside it and
+    the transfers within 2 % without them; an older run says '-' and the verdict leaves the count out."""
+    data = {"date": "d", "machine": "m", "config": {}, "rows": [
+        _row(transfers_met_push=2, transfers_apart_from_push=10, within_2pct_apart_from_push=7)]}
+    text = emulation_markdown(data)
+    assert "| 2 | 7 of 10 |" in text and "7 of the 10 that did not meet the ServerApp's push" in text
+    old = emulation_markdown({**data, "rows": [_row()]})
+    assert "| - | - |" in old and "did not meet" not in old

@@ -104,3 +104,18 @@ def test_the_emulations_shaper_process_reports_a_failed_start(tmp_path) -> None:
             ShaperProcess(sup, tmp_path, [r], env={})
     finally:
         taken.close()
+
+
+def test_the_emulations_shaper_stretches_its_quantum_with_the_dilation(tmp_path) -> None:  # noqa: ANN001
+    """A dilated emulation's shaper grants K× the real seconds of link time per grant (the same bytes as
+    undilated); an undilated one keeps the shaper's default for its number of routes."""
+    from fedbw.engines.emulate.shaper_process import ShaperProcess
+    from fedbw.shaper.stages import quantum_for
+
+    for k in (1.0, 4.0):
+        work = tmp_path / f"k{k:g}"
+        routes = [route(f"c{i}", 9000 + i, LinkSpec(30, 30).dilated(k)) for i in range(2)]
+        with Supervisor() as sup:
+            ShaperProcess(sup, work, routes, env={}, dilation=k)
+            spec = json.loads((work / "shaper-spec.json").read_text())
+        assert spec["quantum_s"] == pytest.approx(quantum_for(2) * k)

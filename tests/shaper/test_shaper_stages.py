@@ -182,3 +182,37 @@ def test_receive_buffer_is_larger_than_the_send_buffer() -> None:
 
     assert snd == kernel(64 * 1024, "wmem_max")
     assert rcv == kernel(64 * 1024 * RECV_BUF_FACTOR, "rmem_max")
+
+
+@pytest.mark.parametrize("routes", [1, 16])
+@pytest.mark.parametrize("factor", [1.0, 4.0, 7.0])
+def test_a_dilated_grant_carries_the_bytes_of_an_undilated_one(routes: int, factor: float) -> None:
+    """Under dilation by K the link's rate is ÷ K; the grant quantum (link time) is × K, so every grant,
+    one write the receiver must read, carries the same bytes as without dilation (a quantum left in real
+    seconds would cut grants to 1/K and make the receiver read K× as often per emulated byte)."""
+    import asyncio
+    import time
+
+    from fedbw.shaper import LinkSpec
+    from fedbw.shaper.link import LinkDirection
+    from fedbw.shaper.stages import dilated_quantum_s, quantum_for
+
+    assert dilated_quantum_s(routes, 1.0) == quantum_for(routes)
+    assert dilated_quantum_s(routes, factor) == pytest.approx(quantum_for(routes) * factor)
+    assert dilated_quantum_s(routes, 1e6) == 1.0  # the shaper's bound
+    loop = asyncio.new_event_loop()
+    try:
+        def grant_bytes(spec: LinkSpec, quantum_s: float) -> int:
+            d = LinkDirection("c", spec, "up", t0_s=0.0, loop=loop, quantum_s=quantum_s, burst_bytes=0.0,
+                              clock=time.perf_counter)
+            assert d.rate is not None
+            return d.rate._quantum_at(0.0)
+
+        spec = LinkSpec(30, 150)
+        assert grant_bytes(spec.dilated(factor), dilated_quantum_s(routes, factor)) == pytest.approx(
+            grant_bytes(spec, quantum_for(routes)), abs=1)
+        if factor > 1:  # what the real-seconds quantum did: grants of 1/K the bytes
+            assert grant_bytes(spec.dilated(factor), quantum_for(routes)) < grant_bytes(spec, quantum_for(routes)) / (
+                factor - 0.5)
+    finally:
+        loop.close()

@@ -63,6 +63,10 @@ class MessageTimes:
     t_receiving_s: float | None = None  #: the SuperNode's "Receiving" and "Sent successfully" (perf_counter)
     t_sent_s: float | None = None
     t_host_s: float | None = None  #: time the host, not the link, held (fedbw.engines.emulate.host)
+    #: How long the download had been under way when the ServerApp finished pushing the message's objects
+    #: (0: it started after; None: not logged). A SuperNode whose poll lands inside the push finds the
+    #: message before its objects and waits on Flower's pull backoff inside its download.
+    down_before_pushed_s: float | None = None
 
     @property
     def total_s(self) -> float:
@@ -108,7 +112,8 @@ def message_times(event: Mapping[str, Any], measure: Any) -> MessageTimes:
         t_start_s=t_sent, t_end_s=t_replied, t_down_s=down.duration_s, t_compute_s=compute, t_up_s=up.duration_s,
         parts=parts, error=event.get("error"), bulk=bulk, objects_down=int(event.get("objects_down") or 0),
         objects_up=int(event.get("objects_up") or 0), process_start_s=span.startup_s, launch_s=span.launch_s,
-        t_receiving_s=span.t_receiving_s, t_sent_s=span.t_sent_s)
+        t_receiving_s=span.t_receiving_s, t_sent_s=span.t_sent_s,
+        down_before_pushed_s=None if event.get("t_pushed") is None else max(0.0, float(event["t_pushed"]) - down_first))
 
 
 def match_messages(events: Sequence[Mapping[str, Any]], measures: Sequence[Any],

@@ -248,7 +248,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
             stack.callback(dep.close)
             sl_port = dep.start_superlink(superlink_port, cpu_group=groups.get(SERVER))
             clock = {"to_time": warp.emulated if warp.active else None, "time_scale": 1.0 / warp.factor,
-                     "cpu_group": groups.get(SHAPER)}
+                     "cpu_group": groups.get(SHAPER), "dilation": warp.factor}
             if fed is None:
                 routes = [ClientRoute(str(c.client_id), LOOPBACK, 0, LOOPBACK, sl_port, c.link.dilated(warp.factor))
                           for c in clients]

@@ -98,7 +98,7 @@ def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> 
                       "parts": t.parts, "bulk": t.bulk, "error": t.error, "objects_down": t.objects_down,
                       "objects_up": t.objects_up, "process_start_s": t.process_start_s,
                       "launch_s": t.launch_s, "t_receiving_s": t.t_receiving_s, "t_sent_s": t.t_sent_s,
-                      "t_host_s": t.t_host_s}
+                      "t_host_s": t.t_host_s, "down_before_pushed_s": t.down_before_pushed_s}
                      for r, t in recorder.messages],
     }
     write_json_atomic(path, data, indent=1)  # whole or absent, also when the run is being interrupted

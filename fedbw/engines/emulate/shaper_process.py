@@ -17,6 +17,7 @@ from fedbw.errors import RunError
 from fedbw.processes import Supervisor
 from fedbw.shaper.series import DEFAULT_INTERVAL_S, LinkSeries, SeriesReader
 from fedbw.shaper.service import READY, parse_ready, write_spec
+from fedbw.shaper.stages import dilated_quantum_s
 
 STARTUP_TIMEOUT_S = 30.0
 #: The shaper stops after every other process, so nothing is cut off mid-byte.
@@ -26,17 +27,19 @@ SHAPER_WAVE = -1
 class ShaperProcess:
     """``python -m fedbw.shaper.service`` for ``routes``; its ports and its link series. With
     ``cpu_group`` the shaper runs in that cgroup (devices are capped there; the shaper is not, but shares
-    their high weight, so other work on the host does not delay its bytes)."""
+    their high weight, so other work on the host does not delay its bytes). ``routes`` are already dilated
+    (rates ÷ K); ``dilation`` K stretches the grant quantum to match (:func:`dilated_quantum_s`)."""
 
     def __init__(self, sup: Supervisor, workdir: Path, routes: Sequence[Any], *, shared_link: Any = None,
                  env: dict[str, str], interval_s: float = DEFAULT_INTERVAL_S,
                  to_time: Callable[[float], float] | None = None, time_scale: float = 1.0,
-                 cpu_group: Any = None) -> None:
+                 cpu_group: Any = None, dilation: float = 1.0) -> None:
         logs = workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.series_path = logs / "link-series.jsonl"
         spec = write_spec(workdir / "shaper-spec.json", routes, shared_link=shared_link,
-                          ledger=logs / "ledger.jsonl", series=self.series_path, interval_s=interval_s)
+                          ledger=logs / "ledger.jsonl", series=self.series_path, interval_s=interval_s,
+                          quantum_s=dilated_quantum_s(len(routes), dilation))
         self.interval_s = interval_s
         self.child = sup.start("shaper", [sys.executable, "-m", "fedbw.shaper.service", str(spec)], env,
                                logs / "shaper.log", wave=SHAPER_WAVE)
