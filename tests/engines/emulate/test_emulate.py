@@ -129,6 +129,17 @@ def test_message_times_split_into_consecutive_parts() -> None:
     # the parts and the measured link/compute times add up to the message's whole time
     assert sum(t.parts.values()) + t.t_down_s + t.t_up_s + t.t_compute_s == pytest.approx(t.total_s)
     assert t.t_framework_s == pytest.approx(sum(t.parts.values()))
+    assert t.down_before_pushed_s is None  # the event did not log the push's end
+
+
+def test_a_download_that_started_inside_the_push_says_by_how_much() -> None:
+    """The download's first byte came at +1.0; a push that returned at +1.3 was still under way for 0.3 s
+    of it, one that returned at +0.4 not at all."""
+    t0 = 100.0
+    ev = {"client_id": 0, "stage": "fit", "t_sent": t0, "t_replied": t0 + 9.0, "t_recv": t0 + 3.5,
+          "t_reply": t0 + 5.5, "t_app_s": 2.0, "compute_s": 1.5}
+    assert message_times({**ev, "t_pushed": t0 + 1.3}, _measure(0, "1", t0)).down_before_pushed_s == pytest.approx(0.3)
+    assert message_times({**ev, "t_pushed": t0 + 0.4}, _measure(0, "1", t0)).down_before_pushed_s == 0.0
 
 
 def test_round_records_pair_events_with_spans_and_mark_drops() -> None:
