@@ -13,7 +13,10 @@ Cases (``--case``):
   share beside each row. Targets with dilation: transfers of ≥ 1 s within 2 %, rounds within 5 %. A
   download whose first byte came before the ServerApp had pushed the message's objects (the apps log the
   push's end) waited on Flower's pull backoff, a phase the model averages: such downloads are counted and
-  the transfers within 2 % are also given without them.
+  the transfers within 2 % are also given without them. With ``--trials N`` each row runs emulate N
+  times: rounds pooled (their standard error beside the mean), and each transfer of one run against the
+  same transfer of another (*emulate vs itself*): two runs further apart than 4 % cannot both be
+  within 2 % of any one model time, which bounds what a model can reach.
 * ``privacy`` (issue 10): the privacy-overhead study (experiments/privacy-overhead.toml, simulate,
   re-timed under the deployment model) against an emulate run of each variant's own config (dilated):
   steady round times. Target: within 15 %.
@@ -74,8 +77,9 @@ def run(cfg_dict: dict[str, Any], engine: str, out: Path) -> Any:
 #: ``--rescale-to-host`` sets it: estimate and simulate get the catalog's CPU constants rescaled to the
 #: host's reference timed around each emulate run.
 RESCALE = [False]
-#: ``--trials N``: emulate runs per deployment case (the reused ones count), averaged: on a shared VM one
-#: run's round moves by a tenth or more from one run to the next.
+#: ``--trials N``: emulate runs per deployment case or emulation row (the reused ones count), averaged: on
+#: a shared VM one run's round moves by a tenth or more from one run to the next, and Flower's poll grids
+#: move a single round by whole steps.
 TRIALS = [1]
 #: ``--calibration FILE``: the calibration estimate and simulate use (None: the catalog's).
 CALIBRATION: list[Path | None] = [None]
@@ -234,12 +238,9 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
                    "clients": {**base["clients"], "total": n, "per_round": n}}
             k: Any = "auto" if dilation == "auto" else float(dilation)
             emu_cfg = {**cfg, "emulate": {"dilation": k}}
-            done = _reused_all(config_from_dict({**emu_cfg, "engine": "emulate", "output_dir": str(out)}))
-            trials = [(t, _host_reference(Path(t.run_dir), None, None)) for t in done[:TRIALS[0]]]
-            for t, _ in trials:
-                _note_reused(cfg["name"], "emulate", Path(t.run_dir))
-            while len(trials) < TRIALS[0]:  # the reused ones first, then new runs
-                trials.append(emulate_at_host_speed(emu_cfg, out, fresh=True))
+            trials, failures = emulate_trials(emu_cfg, out)
+            if failures:
+                raise FedbwError(f"emulate of {cfg['name']} failed: {failures[0]}")
             references = [r for _, r in trials if r is not None]
             cal, factor = model_calibration(out, statistics.mean(references) if references else None)
             runs = {engine: run(with_calibration(cfg, cal), engine, out) for engine in ("estimate", "simulate")}
@@ -342,28 +343,124 @@ EMULATION_CONFIG: dict[str, Any] = {
 
 
 def emulation(out: Path, rounds: int, clients_list: list[int], dilations: list[str]) -> dict[str, Any]:
-    """emulate (undilated and dilated) against simulate on the same plan, per transfer and per round."""
+    """emulate (undilated and dilated) against simulate on the same plan, per transfer and per round;
+    with ``--trials N``, N emulate runs per row: their steady rounds pooled, and emulate against itself
+    (the same transfer in two runs of one config), which bounds how closely any model can agree."""
     rows = []
     for n in clients_list:
         cfg = {**EMULATION_CONFIG, "name": f"emulation-{n}", "training": {"rounds": rounds},
                "clients": {**EMULATION_CONFIG["clients"], "total": n, "per_round": n}}
         for k in dilations:
-            try:
-                emu, reference = emulate_at_host_speed(
-                    {**cfg, "emulate": {"dilation": "auto" if k == "auto" else float(k)}}, out)
-            except FedbwError as exc:  # one failed run is a row that says so, not a lost benchmark
-                print(f"  emulate failed: {exc}", flush=True)
-                rows.append({"clients": n, "dilation_setting": k, "error": str(exc).splitlines()[0]})
+            emu_cfg = {**cfg, "emulate": {"dilation": "auto" if k == "auto" else float(k)}}
+            trials, failures = emulate_trials(emu_cfg, out)
+            if not trials:  # a failed run is a row that says so, not a lost benchmark
+                rows.append({"clients": n, "dilation_setting": k, "error": failures[0]})
                 continue
-            cal, factor = model_calibration(out, reference)
+            references = [r for _, r in trials if r is not None]
+            cal, factor = model_calibration(out, statistics.mean(references) if references else None)
             sim = run(with_calibration(cfg, cal), "simulate", out)
-            rows.append({**emulation_row(n, sim, emu), "host_speed": factor})
-    return {"rows": rows, "config": EMULATION_CONFIG, "rounds": rounds, "calibration": calibration_record()}
+            row = {**emulation_row(n, sim, [t for t, _ in trials]), "host_speed": factor}
+            rows.append({**row, "failed_trials": failures} if failures else row)
+    return {"rows": rows, "config": EMULATION_CONFIG, "rounds": rounds, "trials": TRIALS[0],
+            "calibration": calibration_record()}
 
 
-def emulation_row(n: int, sim: Any, emu: Any) -> dict[str, Any]:
-    """One client count at one dilation: every transfer of ≥ 1 s and the steady rounds, emulate vs simulate."""
+def emulate_trials(emu_cfg: dict[str, Any], out: Path) -> tuple[list[tuple[Any, float | None]], list[str]]:
+    """``--trials`` emulate runs of one config, each with the host's reference around it: finished runs in
+    ``--reuse`` directories first, then new ones. Returns the runs and the first line of each failure (a
+    failed trial does not lose the others)."""
+    done = _reused_all(config_from_dict({**emu_cfg, "engine": "emulate", "output_dir": str(out)}))
+    trials = [(t, _host_reference(Path(t.run_dir), None, None)) for t in done[:TRIALS[0]]]
+    for t, _ in trials:
+        _note_reused(emu_cfg["name"], "emulate", Path(t.run_dir))
+    failures: list[str] = []
+    while len(trials) + len(failures) < TRIALS[0]:
+        try:
+            trials.append(emulate_at_host_speed(emu_cfg, out, fresh=True))
+        except FedbwError as exc:
+            print(f"  emulate failed: {exc}", flush=True)
+            failures.append(str(exc).splitlines()[0])
+    return trials, failures
+
+
+def _transfer_key(t: dict[str, Any]) -> tuple[int, int, str, str]:
+    return (t["round"], t["client"], t["stage"], t["dir"])
+
+
+def repeatability(trials: list[list[dict[str, Any]]], within: float = 0.02) -> dict[str, Any] | None:
+    """emulate against itself: every pair of trials, each transfer of ≥ 1 s in either against the same
+    transfer (round, client, stage, direction) of the other, |later / earlier − 1|. A model gives a transfer
+    one time whichever run it is held against, and one time is within ``within`` of both runs' only if they
+    are within (1 + within) / (1 − within) of each other: ``model_bound`` counts, over the paired transfers
+    of both runs, the most that any model could have within ``within`` (a pair further apart than that
+    loses one). None with fewer than two trials."""
+    if len(trials) < 2:
+        return None
+    ratios = []
+    for i, a in enumerate(trials):
+        by_key = {_transfer_key(t): t["emulate_s"] for t in a}
+        for b in trials[i + 1:]:
+            for t in b:
+                first = by_key.get(_transfer_key(t))
+                if first and max(first, t["emulate_s"]) >= 1.0:
+                    ratios.append(t["emulate_s"] / first)
+    diffs = [abs(r - 1) for r in ratios]
+    both = (1 + within) / (1 - within)
+    return {"pairs": len(diffs), "within_2pct": sum(d <= within for d in diffs),
+            "median_abs_diff": statistics.median(diffs) if diffs else None, "max_abs_diff": max(diffs, default=None),
+            "model_bound": sum(2 if max(r, 1 / r) <= both else 1 for r in ratios)}
+
+
+def standard_error(values: list[float]) -> float | None:
+    """The standard error of the mean of ``values`` (sample standard deviation ÷ √n); None below two."""
+    return statistics.stdev(values) / len(values) ** 0.5 if len(values) >= 2 else None
+
+
+def emulation_row(n: int, sim: Any, emus: list[Any]) -> dict[str, Any]:
+    """One client count at one dilation: every transfer of ≥ 1 s and the steady rounds, emulate (each of
+    ``emus``, the trials) vs simulate, and the trials against each other."""
     vsim = {(c.round, c.client_id, s.stage): s for c in sim.clients for s in c.stages}
+    per_trial = [_emulated_transfers(vsim, emu, i) for i, emu in enumerate(emus)]
+    transfers = [t for ts in per_trial for t in ts]
+    errs = [abs(t["error"]) for t in transfers if t["error"] is not None]
+    # apart from the downloads that met the push (None: a run that did not log the push's end)
+    known = all(t["met_push"] is not None for t in transfers if t["dir"] == "down")
+    clean = [abs(t["error"]) for t in transfers if t["error"] is not None and not t.get("met_push")] if known else []
+    emu_rounds = [r for emu in emus for r in emu.rounds]
+    steady_e = [r for r in emu_rounds if r.round >= 2] or emu_rounds
+    steady_s = [r for r in sim.rounds if r.round >= 2] or sim.rounds
+    host = [r.host for r in emu_rounds if r.host is not None]
+    e_round = statistics.mean(r.round_time_s for r in steady_e)
+    s_round = statistics.mean(r.round_time_s for r in steady_s)
+    return {
+        "clients": n, "dilation": host[0].dilation if host else 1.0, "cpu_capped": bool(host and host[0].cpu_capped),
+        "trials": len(emus), "transfers": transfers, "transfers_ge_1s": len(errs),
+        "transfers_within_2pct": sum(e <= 0.02 for e in errs),
+        "transfer_median_abs_error": statistics.median(errs) if errs else None,
+        "transfer_max_abs_error": max(errs, default=None),
+        "transfers_met_push": sum(bool(t.get("met_push")) for t in transfers) if known else None,
+        "transfers_apart_from_push": len(clean) if known else None,
+        "within_2pct_apart_from_push": sum(e <= 0.02 for e in clean) if known else None,
+        "transfer_median_abs_error_apart_from_push": statistics.median(clean) if clean else None,
+        "emulate_repeat": repeatability(per_trial),
+        "simulate_round_s": s_round, "emulate_round_s": e_round, "round_error": e_round / s_round - 1,
+        "emulate_round_sem_s": standard_error([r.round_time_s for r in steady_e]),
+        "simulate_rounds_s": [r.round_time_s for r in sim.rounds], "emulate_rounds_s": [r.round_time_s for r in emu_rounds],
+        "emulate_trials_round_s": [statistics.mean(r.round_time_s for r in (
+            [r for r in emu.rounds if r.round >= 2] or emu.rounds)) for emu in emus],
+        "emulate_comm_s": statistics.mean(r.comm_time_s for r in steady_e),
+        "emulate_framework_s": statistics.mean(r.framework_time_s for r in steady_e),
+        "simulate_framework_s": statistics.mean(r.framework_time_s for r in steady_s),
+        "host_share": statistics.mean(h.share for h in host) if host else None,
+        "host_bound_rounds": sum(h.bound for h in host),
+        "cpu_busy": statistics.mean(h.cpu_busy for h in host if h.cpu_busy is not None)
+        if any(h.cpu_busy is not None for h in host) else None,
+        "framework_parts_s": [r.extra.get("framework_parts_s", {}) for r in emu_rounds],
+    }
+
+
+def _emulated_transfers(vsim: dict[tuple[int, int, str], Any], emu: Any, trial: int) -> list[dict[str, Any]]:
+    """One emulate run's transfers of ≥ 1 s (in it or in simulate), each beside simulate's same transfer."""
     measured = _emulated_messages(Path(emu.run_dir))
     transfers = []
     for c in emu.clients:
@@ -376,43 +473,15 @@ def emulation_row(n: int, sim: Any, emu: Any) -> dict[str, Any]:
                 e_s, m_s = getattr(s, f"t_{d}_s"), getattr(v, f"t_{d}_s")
                 if max(e_s, m_s) >= 1.0:
                     before = m.get("down_before_pushed_s") if d == "down" else None
-                    transfers.append({"round": c.round, "client": c.client_id, "stage": s.stage, "dir": d,
-                                      "simulate_s": m_s, "emulate_s": e_s, "error": e_s / m_s - 1 if m_s else None,
-                                      "host_s": s.t_host_s,
+                    transfers.append({"trial": trial, "round": c.round, "client": c.client_id, "stage": s.stage,
+                                      "dir": d, "simulate_s": m_s, "emulate_s": e_s,
+                                      "error": e_s / m_s - 1 if m_s else None, "host_s": s.t_host_s,
                                       "sender_idle_s": (m.get("bulk") or {}).get(f"{d}_sender_idle_s"),
                                       # the SuperNode's poll fell inside the ServerApp's push: its download
                                       # holds Flower's pull backoff, a phase the expected model averages
                                       "down_before_pushed_s": before,
                                       "met_push": None if before is None else before > MET_PUSH_S})
-    errs = [abs(t["error"]) for t in transfers if t["error"] is not None]
-    # apart from the downloads that met the push (None: a run that did not log the push's end)
-    known = all(t["met_push"] is not None for t in transfers if t["dir"] == "down")
-    clean = [abs(t["error"]) for t in transfers if t["error"] is not None and not t.get("met_push")] if known else []
-    steady_e = [r for r in emu.rounds if r.round >= 2] or emu.rounds
-    steady_s = [r for r in sim.rounds if r.round >= 2] or sim.rounds
-    host = [r.host for r in emu.rounds if r.host is not None]
-    e_round = statistics.mean(r.round_time_s for r in steady_e)
-    s_round = statistics.mean(r.round_time_s for r in steady_s)
-    return {
-        "clients": n, "dilation": host[0].dilation if host else 1.0, "cpu_capped": bool(host and host[0].cpu_capped),
-        "transfers": transfers, "transfers_ge_1s": len(errs), "transfers_within_2pct": sum(e <= 0.02 for e in errs),
-        "transfer_median_abs_error": statistics.median(errs) if errs else None,
-        "transfer_max_abs_error": max(errs, default=None),
-        "transfers_met_push": sum(bool(t.get("met_push")) for t in transfers) if known else None,
-        "transfers_apart_from_push": len(clean) if known else None,
-        "within_2pct_apart_from_push": sum(e <= 0.02 for e in clean) if known else None,
-        "transfer_median_abs_error_apart_from_push": statistics.median(clean) if clean else None,
-        "simulate_round_s": s_round, "emulate_round_s": e_round, "round_error": e_round / s_round - 1,
-        "simulate_rounds_s": [r.round_time_s for r in sim.rounds], "emulate_rounds_s": [r.round_time_s for r in emu.rounds],
-        "emulate_comm_s": statistics.mean(r.comm_time_s for r in steady_e),
-        "emulate_framework_s": statistics.mean(r.framework_time_s for r in steady_e),
-        "simulate_framework_s": statistics.mean(r.framework_time_s for r in steady_s),
-        "host_share": statistics.mean(h.share for h in host) if host else None,
-        "host_bound_rounds": sum(h.bound for h in host),
-        "cpu_busy": statistics.mean(h.cpu_busy for h in host if h.cpu_busy is not None)
-        if any(h.cpu_busy is not None for h in host) else None,
-        "framework_parts_s": [r.extra.get("framework_parts_s", {}) for r in emu.rounds],
-    }
+    return transfers
 
 
 #: A download counts as meeting the ServerApp's push when its first byte came this long before the push ended.
@@ -568,7 +637,8 @@ def main() -> None:
                     help="the calibration file estimate and simulate use (default: the catalog's); measure one with "
                          "`fedbw calibrate` right before, so that the model and emulate see the host at one speed")
     ap.add_argument("--trials", type=int, default=1,
-                    help="deployment: emulate runs per case, averaged (finished ones in --reuse directories count)")
+                    help="deployment, emulation: emulate runs per case, averaged (finished ones in --reuse directories "
+                         "count); emulation also compares the runs with each other, transfer by transfer")
     ap.add_argument("--scale-clients", type=int, default=16)
     ap.add_argument("--link-params", type=int, default=4_000_000, help="float32 parameters of the link check's app")
     ap.add_argument("--reuse", type=Path, action="append", default=[],

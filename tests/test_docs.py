@@ -56,7 +56,7 @@ def test_the_emulation_table_shows_each_row_from_its_data(tmp_path: Path) -> Non
                     "config": {"model": {"name": "resnet18"}, "network": {"profile": "home-30"},
                                "clients": {"device_profile": "desktop-gpu"}}})
     text = TABLES["fidelity.emulation"](root)
-    assert "| 4 | 4× capped | 16 | 15 | +0.4 % / +3.1 % | - | - | 30.00 s | 30.90 s | +3.0 % | 2 % | 0 of 3 | 70 % |" in text
+    assert "| 4 | 4× capped | 16 | 15 | +0.4 % / +3.1 % | - | - | - | 30.00 s | 30.90 s | +3.0 % | 2 % | 0 of 3 | 70 % |" in text
     assert "test box" in text and "resnet18 on home-30" in text
 
 

@@ -8,14 +8,14 @@ from typing import Any
 
 from fedbw.report.agreement_notes import calibration_note, reused_note, speed_note
 from fedbw.report.doc_blocks import BY_RESULT, md_table, result_table, table
+from fedbw.report.format import fmt_pct as _frac
 from fedbw.report.format import fmt_s
+from fedbw.report.format import fmt_signed_pct as _pct
 from fedbw.report.framework_parts import deployment_parts_table, framework_parts_table
 
 AGREEMENT_CMD = ".venv/bin/python benchmarks/agreement.py --case deployment"
 
 
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:+.1f} %"
 
 
 def _steady(v: dict[str, Any], key: str) -> float | None:
@@ -123,84 +123,6 @@ def _catalog_flower_costs(root: Path) -> str:
     rows = [[name, fmt_s(c.value), fmt_s(c.spread), str(c.samples), c.how] for name, c in sorted(cal.constants.items())]
     prov = ", ".join(f"{k} {v}" for k, v in cal.provenance.items() if k != "schema_version")
     return md_table(["constant", "value", "spread", "samples", "how"], rows, right={1, 2, 3}) + f"\nProvenance: {prov}.\n"
-
-
-EMULATION_CMD = ".venv/bin/python benchmarks/agreement.py --case emulation --rounds 3"
-
-
-def _frac(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.0f} %"
-
-
-@result_table("fidelity.emulation", "agreement-emulation.json", EMULATION_CMD)
-def emulation_markdown(data: dict[str, Any]) -> str:
-    """emulate vs simulate per client count and dilation: transfers, rounds, and the host's share."""
-    head = ["clients", "dilation", "transfers ≥ 1 s", "within 2 %", "median / max error",
-            "met the push", "within 2 %, the push's aside", "simulate round", "emulate round", "round error",
-            "host share", "host-bound rounds", "host CPU busy"]
-    rows = []
-    for r in data["rows"]:
-        if "error" in r:  # the run failed: the row says so instead of the benchmark losing every row
-            rows.append([str(r["clients"]), str(r["dilation_setting"]), f"failed: {r['error']}"]
-                        + ["-"] * (len(head) - 3))
-            continue
-        k = f"{r['dilation']:g}×" + (" capped" if r["cpu_capped"] else "") if r["dilation"] > 1 else "none"
-        errs = (f"{_pct(r['transfer_median_abs_error'])} / {_pct(r['transfer_max_abs_error'])}"
-                if r["transfer_median_abs_error"] is not None else "-")
-        met, apart = r.get("transfers_met_push"), r.get("transfers_apart_from_push")
-        rows.append([str(r["clients"]), k, str(r["transfers_ge_1s"]), str(r["transfers_within_2pct"]), errs,
-                     "-" if met is None else str(met),
-                     "-" if apart is None else f"{r['within_2pct_apart_from_push']} of {apart}",
-                     fmt_s(r["simulate_round_s"]), fmt_s(r["emulate_round_s"]), _pct(r["round_error"]),
-                     _frac(r["host_share"]), f"{r['host_bound_rounds']} of {len(r['emulate_rounds_s'])}",
-                     _frac(r["cpu_busy"])])
-    cfg = data.get("config", {})
-    return (md_table(head, rows, right=set(range(2, len(head))))
-            + f"\n{cfg.get('model', {}).get('name', '?')} on {cfg.get('network', {}).get('profile', '?')}, synthetic "
-              f"compute ({cfg.get('clients', {}).get('device_profile', '?')}), {data.get('rounds', '?')} rounds; round "
-              f"figures are means of rounds 2 and later; errors are |emulate / simulate − 1|. Measured {data['date']} "
-              f"on {data['machine']}.{calibration_note(data)}{speed_note(data, data['rows'])}"
-              f"{reused_note(data.get('reused') or [])}\n\n" + _emulation_verdict(data["rows"]))
-
-
-HEADROOM_CMD = (".venv/bin/python benchmarks/agreement.py --case emulation --rounds 3 --clients 8 --dilations auto,10 "
-                "--calibration benchmarks/results/calibration-privacy.toml "
-                "--out benchmarks/results/agreement-emulation-headroom.json")
-# One client count at --dilation auto and at a larger K, side by side in one run, in the emulation table's
-# form: whether the transfers that miss at auto K are the host's (they move with K) or not.
-result_table("fidelity.emulation-headroom", "agreement-emulation-headroom.json", HEADROOM_CMD)(emulation_markdown)
-
-
-def _emulation_verdict(rows: list[dict[str, Any]]) -> str:
-    """The issue-11 targets against the dilated rows, and whether the host let the run test them: a
-    row whose rounds were host-bound measured the host, not the model."""
-    failed = [r for r in rows if "error" in r]
-    rows = [r for r in rows if "error" not in r]
-    dilated = [r for r in rows if r["dilation"] > 1]
-    if failed:
-        return (_emulation_verdict(rows).rstrip("\n") + f" {len(failed)} run(s) failed (rows above): "
-                "their targets were not tested.\n")
-    if not dilated:
-        return "No dilated rows: the targets (dilated) were not tested by this run.\n"
-    rounds_ok = sum(r["round_error"] is not None and abs(r["round_error"]) <= 0.05 for r in dilated)
-    transfers = sum(r["transfers_ge_1s"] for r in dilated)
-    transfers_ok = sum(r["transfers_within_2pct"] for r in dilated)
-    bound = sum(r["host_bound_rounds"] for r in dilated)
-    total = sum(len(r["emulate_rounds_s"]) for r in dilated)
-    busy = [r["cpu_busy"] for r in dilated if r.get("cpu_busy") is not None]
-    text = (f"**Targets, dilated rows:** rounds within 5 % in {rounds_ok} of {len(dilated)} rows; transfers "
-            f"of ≥ 1 s within 2 %: {transfers_ok} of {transfers}")
-    if all(r.get("transfers_apart_from_push") is not None for r in dilated):
-        apart = sum(r["transfers_apart_from_push"] for r in dilated)
-        text += (f" ({sum(r['within_2pct_apart_from_push'] for r in dilated)} of the {apart} that did not meet "
-                 "the ServerApp's push)")
-    text += f". {bound} of {total} dilated rounds were host-bound"
-    if busy:
-        text += f" (the host's CPUs {min(busy):.0%}–{max(busy):.0%} busy)"
-    if bound:
-        text += ("; those rows measured the host's contention, not the model, and do not test the targets: "
-                 "rerun on a quiet host")
-    return text + ".\n"
 
 
 SHAPER_CMD = ".venv/bin/python benchmarks/shaper.py"
@@ -413,3 +335,9 @@ from fedbw.report import reliability_tables as _rt  # noqa: E402
 
 for _name, _file, _cmd, _needs, _render in _rt.TABLES:
     result_table(_name, _file, _cmd, needs=_needs)(_render)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# issue 11: docs/fidelity.md's emulation tables (renderers in report/emulation_table.py, registered on import).
+
+from fedbw.report import emulation_table as _et  # noqa: E402,F401

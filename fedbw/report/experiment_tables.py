@@ -21,12 +21,9 @@ from typing import Any
 
 from fedbw.report.doc_blocks import md_table
 from fedbw.report.format import fmt_bytes, fmt_s
+from fedbw.report.format import fmt_pct as _pct
 
 Data = dict[str, Any]
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.0f} %"
 
 
 def _acc(v: float | None) -> str:

@@ -25,3 +25,13 @@ def fmt_s(t: float | None) -> str:
     if t >= 1e-3:
         return f"{t * 1e3:.2f} ms"
     return f"{t * 1e6:.1f} µs"
+
+
+def fmt_signed_pct(v: float | None) -> str:
+    """A relative difference (0.031 → '+3.1 %'); '-' when unknown."""
+    return "-" if v is None else f"{100 * v:+.1f} %"
+
+
+def fmt_pct(v: float | None) -> str:
+    """A share (0.27 → '27 %'); '-' when unknown."""
+    return "-" if v is None else f"{100 * v:.0f} %"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fedbw.report.doc_tables import emulation_markdown
+from fedbw.report.emulation_table import emulation_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,3 +37,21 @@ def test_downloads_that_met_the_push_are_counted_apart_when_the_run_logged_the_p
     assert "| 2 | 7 of 10 |" in text and "7 of the 10 that did not meet the ServerApp's push" in text
     old = emulation_markdown({**data, "rows": [_row()]})
     assert "| - | - |" in old and "did not meet" not in old
+
+
+def test_several_emulate_runs_give_the_rounds_scatter_and_emulate_against_itself() -> None:
+    """With --trials, a row shows emulate against itself and its round mean's standard error; the verdict
+    bounds what any model could reach and says whether a round miss is larger than that scatter."""
+    rep = {"pairs": 12, "within_2pct": 5, "median_abs_diff": 0.03, "max_abs_diff": 0.2, "model_bound": 20}
+    row = _row(emulate_repeat=rep, emulate_round_sem_s=0.61, simulate_round_s=22.0, emulate_round_s=23.2,
+               round_error=23.2 / 22.0 - 1)
+    text = emulation_markdown({"date": "d", "machine": "m", "config": {}, "trials": 2, "rows": [row]})
+    assert "| 5 of 12 | 22.00 s | 23.20 s ± 0.61 | +5.5 % |" in text
+    assert "2 emulate runs per row" in text
+    assert "5 of 12 transfer pairs within 2 % of each other" in text and "more than 20 of those 24" in text
+    # 1.2 s off, twice the standard error is 1.2 s: within; at 0.5 s standard error it is not
+    assert "within twice its standard error of simulate's in 1 of 1" in text
+    tight = emulation_markdown({"date": "d", "machine": "m", "config": {}, "rows": [{**row, "emulate_round_sem_s": 0.5}]})
+    assert "in 0 of 1" in tight
+    one = emulation_markdown({"date": "d", "machine": "m", "config": {}, "rows": [_row()]})
+    assert "itself" not in one.split("\n\n", 1)[1] and "standard error of simulate" not in one

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests.benchmark_module import load_benchmark
 
-def _bench() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "shaper.py"
-    spec = importlib.util.spec_from_file_location("fedbw_bench_shaper", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _bench()
+bench = load_benchmark("shaper")
 
 
 def test_also_quantum_ms_parses_and_rejects_with_one_line() -> None:
