@@ -15,7 +15,7 @@ Cases (``--case``):
   push's end) waited on Flower's pull backoff, a phase the model averages: such downloads are counted and
   the transfers within 2 % are also given without them. With ``--trials N`` each row runs emulate N
   times: rounds pooled (their standard error beside the mean), and each transfer of one run against the
-  same transfer of another (*emulate vs itself*): two runs further apart than 4 % cannot both be
+  same transfer of another (*emulate vs itself*): two runs further apart than 4.1 % cannot both be
   within 2 % of any one model time, which bounds what a model can reach.
 * ``privacy`` (issue 10): the privacy-overhead study (experiments/privacy-overhead.toml, simulate,
   re-timed under the deployment model) against an emulate run of each variant's own config (dilated):
@@ -247,7 +247,7 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
             row = case_row(name, n, {**{e: r.rounds for e, r in runs.items()},
                                      "emulate": [r for t, _ in trials for r in t.rounds]})
             row["engines"]["emulate"]["trials_s"] = [
-                statistics.mean(r.round_time_s for r in t.rounds if r.round >= 2) for t, _ in trials]
+                statistics.mean(r.round_time_s for r in steady_rounds(t.rounds)) for t, _ in trials]
             cases.append({**row, "host_speed": factor})
     apps: list[dict[str, Any]] = []
     if not skip_apps:
@@ -275,7 +275,7 @@ def case_row(name: str, n: int, rounds_by_engine: dict[str, list[Any]]) -> dict[
     """Per engine: every round's time and parts, and the steady mean (rounds ≥ 2) against emulate's."""
     row: dict[str, Any] = {"case": name, "clients": n, "engines": {}}
     for engine, rounds in rounds_by_engine.items():
-        steady = [r for r in rounds if r.round >= 2] or rounds
+        steady = steady_rounds(rounds)
         row["engines"][engine] = {
             "round_s": [r.round_time_s for r in rounds], "comm_s": [r.comm_time_s for r in rounds],
             "compute_s": [r.compute_time_s for r in rounds], "framework_s": [r.framework_time_s for r in rounds],
@@ -411,6 +411,11 @@ def repeatability(trials: list[list[dict[str, Any]]], within: float = 0.02) -> d
             "model_bound": sum(2 if max(r, 1 / r) <= both else 1 for r in ratios)}
 
 
+def steady_rounds(rounds: list[Any]) -> list[Any]:
+    """Rounds 2 and later (the first holds the start-up), or every round of a one-round run."""
+    return [r for r in rounds if r.round >= 2] or rounds
+
+
 def standard_error(values: list[float]) -> float | None:
     """The standard error of the mean of ``values`` (sample standard deviation ÷ √n); None below two."""
     return statistics.stdev(values) / len(values) ** 0.5 if len(values) >= 2 else None
@@ -427,8 +432,8 @@ def emulation_row(n: int, sim: Any, emus: list[Any]) -> dict[str, Any]:
     known = all(t["met_push"] is not None for t in transfers if t["dir"] == "down")
     clean = [abs(t["error"]) for t in transfers if t["error"] is not None and not t.get("met_push")] if known else []
     emu_rounds = [r for emu in emus for r in emu.rounds]
-    steady_e = [r for r in emu_rounds if r.round >= 2] or emu_rounds
-    steady_s = [r for r in sim.rounds if r.round >= 2] or sim.rounds
+    steady_e = steady_rounds(emu_rounds)
+    steady_s = steady_rounds(sim.rounds)
     host = [r.host for r in emu_rounds if r.host is not None]
     e_round = statistics.mean(r.round_time_s for r in steady_e)
     s_round = statistics.mean(r.round_time_s for r in steady_s)
@@ -446,8 +451,7 @@ def emulation_row(n: int, sim: Any, emus: list[Any]) -> dict[str, Any]:
         "simulate_round_s": s_round, "emulate_round_s": e_round, "round_error": e_round / s_round - 1,
         "emulate_round_sem_s": standard_error([r.round_time_s for r in steady_e]),
         "simulate_rounds_s": [r.round_time_s for r in sim.rounds], "emulate_rounds_s": [r.round_time_s for r in emu_rounds],
-        "emulate_trials_round_s": [statistics.mean(r.round_time_s for r in (
-            [r for r in emu.rounds if r.round >= 2] or emu.rounds)) for emu in emus],
+        "emulate_trials_round_s": [statistics.mean(r.round_time_s for r in steady_rounds(emu.rounds)) for emu in emus],
         "emulate_comm_s": statistics.mean(r.comm_time_s for r in steady_e),
         "emulate_framework_s": statistics.mean(r.framework_time_s for r in steady_e),
         "simulate_framework_s": statistics.mean(r.framework_time_s for r in steady_s),
@@ -521,7 +525,7 @@ def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
         variant = dataclasses.replace(v, config=config_from_dict(with_calibration(cfg, cal)))
         res = run_study(dataclasses.replace(study, variants=[variant], baseline=v.name))
         sim = next(r for r in res.rows if r.variant == v.name and r.profile == profile)
-        steady = [r for r in emu.rounds if r.round >= 2] or emu.rounds
+        steady = steady_rounds(emu.rounds)
         e_round = statistics.mean(r.round_time_s for r in steady) if steady else None
         host = [r.host for r in emu.rounds if r.host is not None]
         rows.append({"variant": v.name, "profile": profile, "host_speed": factor, "simulate_round_s": sim.round_time_s,

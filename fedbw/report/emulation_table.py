@@ -34,7 +34,7 @@ def emulation_markdown(data: dict[str, Any]) -> str:
         rows.append([str(r["clients"]), k, str(r["transfers_ge_1s"]), str(r["transfers_within_2pct"]), errs,
                      "-" if met is None else str(met),
                      "-" if apart is None else f"{r['within_2pct_apart_from_push']} of {apart}",
-                     _repeat_cell(r.get("emulate_repeat")), fmt_s(r["simulate_round_s"]),
+                     _repeat_cell(r.get("emulate_repeat"), r.get("failed_trials") or []), fmt_s(r["simulate_round_s"]),
                      fmt_s(r["emulate_round_s"]) + _sem(r.get("emulate_round_sem_s")), _pct(r["round_error"]),
                      _frac(r["host_share"]), f"{r['host_bound_rounds']} of {len(r['emulate_rounds_s'])}",
                      _frac(r["cpu_busy"])])
@@ -48,9 +48,11 @@ def emulation_markdown(data: dict[str, Any]) -> str:
               f"{reused_note(data.get('reused') or [])}\n\n" + _emulation_verdict(data["rows"]))
 
 
-def _repeat_cell(rep: dict[str, Any] | None) -> str:
-    """emulate against itself: the transfer pairs of two runs within 2 % of each other ('-': one run)."""
-    return "-" if not rep else f"{rep['within_2pct']} of {rep['pairs']}"
+def _repeat_cell(rep: dict[str, Any] | None, failed: list[str]) -> str:
+    """emulate against itself: the transfer pairs of two runs within 2 % of each other ('-': one run), and
+    the runs of the row that failed (the row stands on the others)."""
+    cell = "-" if not rep else f"{rep['within_2pct']} of {rep['pairs']}"
+    return cell + (f" ({len(failed)} run(s) failed: {failed[0]})" if failed else "")
 
 
 def _sem(v: float | None) -> str:

@@ -55,3 +55,7 @@ def test_several_emulate_runs_give_the_rounds_scatter_and_emulate_against_itself
     assert "in 0 of 1" in tight
     one = emulation_markdown({"date": "d", "machine": "m", "config": {}, "rows": [_row()]})
     assert "itself" not in one.split("\n\n", 1)[1] and "standard error of simulate" not in one
+    # a row whose second run failed stands on the first and says so
+    failed = emulation_markdown({"date": "d", "machine": "m", "config": {}, "trials": 2,
+                                 "rows": [_row(failed_trials=["a SuperNode died"])]})
+    assert "| - (1 run(s) failed: a SuperNode died) |" in failed
