@@ -46,6 +46,7 @@ from fedbw.config import config_from_dict  # noqa: E402
 from fedbw.netmodel import transfer_time_s  # noqa: E402
 from fedbw.errors import FedbwError  # noqa: E402
 from fedbw.runner import run_experiment  # noqa: E402
+from fedbw.engines.emulate.run import SUMMARY_FILE, read_summary  # noqa: E402
 
 SCALE_CONFIG: dict[str, Any] = {
     "name": "scale", "seed": 0, "model": {"name": "small-cnn"},
@@ -91,7 +92,7 @@ def emulate_at_host_speed(cfg_dict: dict[str, Any], out: Path, fresh: bool = Fal
     """An emulate run with the host's speed measured right before and after it (kept beside the run, so a
     ``--reuse`` of the run keeps it too); returns the run and the mean reference (None: a reused run that
     has none). ``fresh``: run it even if a ``--reuse`` directory holds one (another trial)."""
-    from fedbw.calibration.app_start import host_reference_s
+    from fedbw.engines.app_start import host_reference_s
 
     cfg = config_from_dict({**cfg_dict, "engine": "emulate", "output_dir": str(out)})
     if not fresh and (done := _reused(cfg)) is not None:
@@ -159,7 +160,7 @@ def scale(out: Path, n: int, dilation: str) -> dict[str, Any]:
     cfg = {**SCALE_CONFIG, "clients": {**SCALE_CONFIG["clients"], "total": n, "per_round": n},
            "emulate": {"dilation": "auto" if dilation == "auto" else float(dilation)}}
     res = run(cfg, "emulate", out)
-    summary = json.loads((Path(res.run_dir) / "emulate.json").read_text())
+    summary = read_summary(Path(res.run_dir))
     msgs = [m for m in summary["messages"] if m["error"] is None]
     starts = sorted(m["parts"]["clientapp_start_s"] for m in msgs)
     rnd = res.rounds[0]
@@ -252,7 +253,7 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
     apps: list[dict[str, Any]] = []
     if not skip_apps:
         for n in [n for n in clients_list if n >= APP_MIN_NODES]:
-            from fedbw.calibration.app_start import host_reference_s
+            from fedbw.engines.app_start import host_reference_s
 
             r = short_rounds or rounds
             emu = _reused_app(f"app-emu-{n}", "emulate --app", r)
@@ -494,10 +495,9 @@ MET_PUSH_S = 0.05
 
 def _emulated_messages(run_dir: Path) -> dict[tuple[int, int, str], dict[str, Any]]:
     """emulate.json's messages by (round, client, stage): what the records do not carry."""
-    path = run_dir / "emulate.json"
-    if not path.is_file():
+    if not (run_dir / SUMMARY_FILE).is_file():
         return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_summary(run_dir)
     return {(int(m["round"]), int(m["client_id"]), str(m["stage"])): m for m in data.get("messages", [])}
 
 

@@ -675,7 +675,7 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"started": started, "machine": info, "quick": args.quick, "traffic_nice": args.traffic_nice,
            "loadavg_end": os.getloadavg(), "repeat": args.repeat, "medians": _cpu_medians(rows), "rows": rows}
-    from fedbw.results.atomic import write_json_atomic
+    from fedbw.files.atomic import write_json_atomic
 
     write_json_atomic(out, doc, indent=1)
     print(f"# wrote {out}")

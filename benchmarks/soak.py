@@ -134,7 +134,7 @@ def verdicts(before: Census, rows: list[dict[str, Any]], after: Census) -> dict[
 def write_result(out: Path, run: dict[str, Any], started: str, load0: tuple[float, float, float],
                  command: str) -> dict[str, Any]:
     """The soak's JSON (without the temporary run directory), written atomically; returns it."""
-    from fedbw.results.atomic import write_json_atomic
+    from fedbw.files.atomic import write_json_atomic
 
     doc = {"schema": "fedbw.soak", "started": started, "command": command,
            "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from fedbw import catalog
 from fedbw.config import ExperimentConfig, config_from_dict, config_to_dict
+from fedbw.files.versioned import PLAN
 from fedbw.links import AccessLink, planned_links, server_link
 from fedbw.netmodel.secagg_cost import STAGES as SECAGG_COST_STAGES, client_stage_s, server_stage_s
 from fedbw.netmodel import ClientLink, DeploymentClock, FlowerCosts, MessageSizes, ServerLink, round_exchanges
@@ -29,9 +30,6 @@ from fedbw.privacy.sampling import sample_round
 #: scikit-learn's digits: 1,797 samples of 8×8 images.
 DIGITS_SAMPLES = 1797
 SYNTHETIC_SAMPLES_PER_CLIENT = 64
-#: Version of the serialized plan (plan.json); apps refuse another.
-PLAN_SCHEMA_VERSION = 1
-
 
 class ClientPlan(NamedTuple):
     """One client's resolved setup (a named tuple: a plan of 200,000 clients makes 200,000 of them, and a
@@ -130,7 +128,7 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """Plain data for plan.json: every resolved number, so the apps need no rebuilding."""
         return {
-            "schema_version": PLAN_SCHEMA_VERSION, "config": config_to_dict(self.config), "model": self.model.name,
+            **PLAN.stamp(), "config": config_to_dict(self.config), "model": self.model.name,
             "num_arrays": self.num_arrays, "rounds": self.rounds, "epsilons": self.epsilons,
             "stop_reason": self.stop_reason, "device": self.device, "samples": self.samples,
             "costs": None if self.costs is None else dataclasses.asdict(self.costs),
@@ -145,9 +143,7 @@ class Plan:
         """The plan :meth:`to_json` wrote (the config is validated again; nothing is recomputed)."""
         from fedbw.errors import RunError
 
-        if data.get("schema_version") != PLAN_SCHEMA_VERSION:
-            raise RunError(f"{source} holds a plan of schema {data.get('schema_version')!r}, this fedbw reads "
-                           f"{PLAN_SCHEMA_VERSION}; rerun the engine with this fedbw")
+        PLAN.check(data, source, error=RunError)
         clients = [ClientPlan(int(cid), AccessLink(profile, up, down, rtt, jitter, eff), int(n), float(compute),
                               float(speed))
                    for cid, profile, up, down, rtt, jitter, eff, n, compute, speed in data["clients"]]

@@ -4,7 +4,9 @@ inside functions and under ``if TYPE_CHECKING:`` included (a lazy import is stil
 * ``fedbw.netmodel``, ``fedbw.shaper`` and ``fedbw.privacy`` import neither Flower nor torch — not
   directly and not through any fedbw module they import;
 * ``fedbw.fl`` never imports ``fedbw.engines``;
-* there is no import cycle between fedbw modules.
+* there is no import cycle between fedbw modules;
+* packages sit in docs/architecture.md's layers (:data:`LAYERS`) and import only downward, so no two
+  packages form a cycle either (the upward imports still to remove are listed, with their issue).
 """
 
 from __future__ import annotations
@@ -138,3 +140,81 @@ def test_the_checks_can_fail() -> None:
 def test_no_module_is_much_longer_than_400_lines() -> None:
     long = {m: n for m, p in modules().items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > 420}
     assert not long, f"split these modules by job: {long}"
+
+
+#: docs/architecture.md's layers, bottom first: a package imports only from its own layer or the ones
+#: below it, and the packages form no cycle. Top-level modules are their own "package" (fedbw.plan).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("fedbw", "fedbw.errors", "fedbw.files", "fedbw.tomlvalue", "fedbw.flower_protocol"),
+    ("fedbw.catalog", "fedbw.device", "fedbw.processes", "fedbw.shaper", "fedbw.netns", "fedbw.timewarp",
+     "fedbw.netmodel", "fedbw.models", "fedbw.privacy"),
+    ("fedbw.config", "fedbw.calibration"),
+    ("fedbw.links", "fedbw.results"),
+    ("fedbw.plan",),
+    ("fedbw.fl",),
+    ("fedbw.engines", "fedbw.collectives"),
+    ("fedbw.report",),
+    ("fedbw.runner",),
+    ("fedbw.compare", "fedbw.sweeps", "fedbw.studies", "fedbw.calibrate"),
+    ("fedbw.cli",),
+)
+#: Upward imports still to remove, each with the issue item that removes it. The test fails on any
+#: upward import not listed here and on a listed one that is gone (so this list only shrinks).
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("fedbw.privacy", "fedbw.config"): "issue 33.4: a sampler object; privacy/ imports nothing from config",
+    ("fedbw.privacy", "fedbw.results"): "issue 33.4: the privacy record is built above privacy/",
+    ("fedbw.report", "fedbw.compare"): "issue 33.3: ComparedRun moves to results/",
+    ("fedbw.report", "fedbw.sweeps"): "issue 33.3: RunSet moves to results/",
+    ("fedbw.report", "fedbw.studies"): "issue 33.3: StudyResult moves to results/",
+}
+
+
+def package_of(module: str) -> str:
+    """``fedbw.engines.emulate.run`` → ``fedbw.engines``; a top-level module is its own package."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph() -> dict[str, dict[str, list[str]]]:
+    """package → package it imports → the module imports that make the edge (imports inside functions
+    and under TYPE_CHECKING counted, as for modules)."""
+    graph: dict[str, dict[str, list[str]]] = {}
+    for m in modules():
+        for d in imports_of(m)[0]:
+            a, b = package_of(m), package_of(d)
+            if a != b:
+                graph.setdefault(a, {}).setdefault(b, []).append(f"{m} → {d}")
+    return graph
+
+
+def upward_imports(graph: dict[str, dict[str, list[str]]],
+                   layers: tuple[tuple[str, ...], ...]) -> dict[tuple[str, str], list[str]]:
+    level = {p: i for i, layer in enumerate(layers) for p in layer}
+    return {(a, b): why for a, deps in graph.items() for b, why in deps.items()
+            if level.get(b, -1) > level.get(a, len(layers))}
+
+
+def test_every_package_has_a_layer() -> None:
+    placed = {p for layer in LAYERS for p in layer}
+    missing = sorted({package_of(m) for m in modules()} - placed)
+    assert not missing, f"place these in LAYERS (and in docs/architecture.md): {missing}"
+
+
+def test_packages_import_only_downward() -> None:
+    found = upward_imports(package_graph(), LAYERS)
+    new = {k: v for k, v in found.items() if k not in KNOWN_UPWARD}
+    gone = sorted(set(KNOWN_UPWARD) - set(found))
+    assert not new, "upward imports:\n" + "\n".join(f"{a} → {b}: {', '.join(v[:3])}" for (a, b), v in new.items())
+    assert not gone, f"no longer imported upward, remove from KNOWN_UPWARD: {gone}"
+
+
+def test_no_package_cycles_beyond_the_known_upward_imports() -> None:
+    graph = {a: frozenset(b for b in deps if (a, b) not in KNOWN_UPWARD) for a, deps in package_graph().items()}
+    cycle = find_cycle(graph)
+    assert cycle is None, "package cycle: " + " → ".join(cycle or [])
+
+
+def test_the_layer_checks_can_fail() -> None:
+    graph = {"low": {"high": ["low.x → high.y"]}, "high": {"low": ["high.y → low.z"]}}
+    assert upward_imports(graph, (("low",), ("high",))) == {("low", "high"): ["low.x → high.y"]}
+    assert package_of("fedbw.engines.emulate.run") == "fedbw.engines" and package_of("fedbw.plan") == "fedbw.plan"
+    assert "fedbw.runner" in package_graph()["fedbw.calibrate"]  # an import inside a function is an edge

@@ -1,2 +1,3 @@
-"""Flower's costs on a given machine: measured by ``fedbw calibrate``, kept in a TOML calibration file,
-read into :class:`fedbw.netmodel.FlowerCosts` for the deployment model (:mod:`.file`)."""
+"""Flower's costs on a given machine, as a file: the TOML calibration file and its types (:mod:`.file`),
+read into :class:`fedbw.netmodel.FlowerCosts` for the deployment model. Below the plan, which reads it;
+the measuring that writes it is ``fedbw calibrate`` (:mod:`fedbw.calibrate`, above the runner)."""

@@ -3,7 +3,8 @@
 A file is TOML::
 
     [calibration]                 # provenance
-    schema_version = 1
+    schema = "fedbw.calibration"
+    schema_version = 2
     created_utc = "2026-12-01T09:00:00Z"
     machine = "Linux-6.1 x86_64, 2 CPU(s)"
     python = "3.11.7"
@@ -33,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from fedbw.errors import ConfigError
+from fedbw.files.versioned import CALIBRATION, SCHEMA_KEY, VERSION_KEY
 from fedbw.netmodel.flower import FlowerCosts
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
 
-SCHEMA_VERSION = 1
 DEFAULT_FILE = "flower-costs.toml"
 _FIELDS = {f.name for f in dataclasses.fields(FlowerCosts)} - {"secagg"}
 _SECAGG_FIELDS = {f.name for f in dataclasses.fields(SecAggCostConstants)}
@@ -78,10 +79,7 @@ def read_calibration(path: str | Path) -> Calibration:
 
 
 def _from_dict(data: dict[str, Any], source: str) -> Calibration:
-    prov = data.get("calibration")
-    if not isinstance(prov, dict) or prov.get("schema_version") != SCHEMA_VERSION:
-        raise ConfigError(f"{source}: not a fedbw calibration file of schema {SCHEMA_VERSION} (no [calibration] "
-                          f"table with schema_version = {SCHEMA_VERSION}); write one with `fedbw calibrate`")
+    prov = CALIBRATION.check(data.get("calibration"), source)  # the [calibration] table is the head
     consts = data.get("constants", {})
     unknown = sorted(set(consts) - _FIELDS)
     if unknown:
@@ -111,7 +109,7 @@ def _from_dict(data: dict[str, Any], source: str) -> Calibration:
 
 
 #: The provenance key of the host's speed while the constants were measured (seconds; see
-#: :func:`fedbw.calibration.app_start.host_reference_s`).
+#: :func:`fedbw.engines.app_start.host_reference_s`).
 HOST_REFERENCE = "host_reference_s"
 
 
@@ -139,8 +137,8 @@ def write_calibration(path: str | Path, cal: Calibration) -> Path:
     """Write ``cal`` as TOML (provenance first, then one table per constant)."""
     from fedbw.tomlvalue import format_value
 
-    lines = ["[calibration]", f"schema_version = {SCHEMA_VERSION}"]
-    lines += [f"{k} = {format_value(v)}" for k, v in cal.provenance.items() if k != "schema_version"]
+    lines = ["[calibration]"] + [f"{k} = {format_value(v)}" for k, v in CALIBRATION.stamp().items()]
+    lines += [f"{k} = {format_value(v)}" for k, v in cal.provenance.items() if k not in (SCHEMA_KEY, VERSION_KEY)]
     for name in sorted(cal.constants):
         c = cal.constants[name]
         lines += ["", f"[constants.{name}]", f"value = {float(c.value)!r}", f"spread = {float(c.spread)!r}",
@@ -148,7 +146,7 @@ def write_calibration(path: str | Path, cal: Calibration) -> Path:
     if cal.secagg is not None:
         lines += ["", "[secagg]  # SecAgg+'s crypto per primitive, seconds (fedbw.netmodel.secagg_cost)"]
         lines += [f"{k} = {format_value(v)}" for k, v in cal.secagg.to_json().items()]
-    from fedbw.results.atomic import write_text_atomic
+    from fedbw.files.atomic import write_text_atomic
 
     # atomic: a calibration stopped while it is written (Ctrl-C, a full disk) leaves the old file whole
     return write_text_atomic(path, "\n".join(lines) + "\n")

@@ -43,7 +43,7 @@ def friendly(fn: Callable[..., Any] | None = None, *, interrupted: str = RUNS_KE
             err.print(f"[yellow]interrupted[/]: {escape(interrupted)}")
             raise typer.Exit(130) from None
         except OSError as exc:  # a full, read-only or foreign output directory: one line, exit 1
-            from fedbw.results.atomic import disk_error
+            from fedbw.files.atomic import disk_error
 
             if (known := disk_error(exc)) is None:
                 raise

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import typer
 
 from fedbw.cli.common import app, err, friendly, out
-from fedbw.results.atomic import write_json_atomic
+from fedbw.files.atomic import write_json_atomic
 
 #: Where measured results go unless --out says otherwise (the runs directory, as for experiments).
 RESULTS_DIR = Path("runs")

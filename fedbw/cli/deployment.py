@@ -145,7 +145,7 @@ def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--o
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from fedbw.calibration.file import write_calibration
-    from fedbw.calibration.measure import calibrate as measure
+    from fedbw.calibrate.measure import calibrate as measure
     from fedbw.cli.common import err
     from fedbw.report.calibration import render_calibration
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fedbw.fl.events import EVENTS_SCHEMA_VERSION
+from fedbw.files.versioned import EVENTS
 from fedbw.netmodel import MessageSizes
 
 #: Stages in which the client trains (plain FedAvg, SecAgg+).
@@ -87,9 +87,7 @@ class RoundAssembler:
         kind = ev.get("event")
         if kind == "start":
             self.start = ev
-            if ev.get("schema_version") != EVENTS_SCHEMA_VERSION:
-                self.error = (f"the apps wrote events of schema {ev.get('schema_version')!r}, this fedbw reads "
-                              f"{EVENTS_SCHEMA_VERSION}: the apps and the engine come from different fedbw versions")
+            self.error = EVENTS.problem(ev, "the apps' event log")
         elif kind == "nodes":
             self.node_of = {int(c): int(n) for c, n in ev["node_of"].items()}
         elif kind == "round_start":

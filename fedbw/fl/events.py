@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-EVENTS_SCHEMA_VERSION = 1
 
 #: Event names (the ``event`` field).
 START, NODES, ROUND_START, MESSAGE, EVAL, ROUND_END, END, ERROR = (

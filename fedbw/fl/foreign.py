@@ -29,7 +29,8 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
 from fedbw.errors import ConfigError, RunError
-from fedbw.fl.events import END, ERROR, EVENTS_SCHEMA_VERSION, NODES, ROUND_END, ROUND_START, START, EventLog
+from fedbw.files.versioned import EVENTS
+from fedbw.fl.events import END, ERROR, NODES, ROUND_END, ROUND_START, START, EventLog
 from fedbw.fl.measure import MEASURE_RECORD, WARMUP_TYPE, MeasuringGrid, measure_mod
 
 WARMUP_TIMEOUT_S = 600.0
@@ -140,7 +141,7 @@ class MeasuredServerApp(ServerApp):
     def __call__(self, grid: Grid, context: Context) -> None:
         log = EventLog(self._events_path)
         try:
-            log.emit(START, schema_version=EVENTS_SCHEMA_VERSION, clients=self._num_nodes, t=time.perf_counter(),
+            log.emit(START, **EVENTS.stamp(), clients=self._num_nodes, t=time.perf_counter(),
                      app="foreign")
             partition_of = warm_up(grid, self._num_nodes)
             log.emit(NODES, node_of={str(p): n for n, p in sorted(partition_of.items(), key=lambda x: x[1])})

@@ -26,7 +26,8 @@ from flwr.server.workflow.default_workflows import default_fit_workflow
 from flwr.serverapp import Grid, ServerApp
 
 from fedbw.errors import RunError
-from fedbw.fl.events import END, ERROR, EVENTS_SCHEMA_VERSION, NODES, START, EventLog
+from fedbw.files.versioned import EVENTS
+from fedbw.fl.events import END, ERROR, NODES, START, EventLog
 from fedbw.fl.measure import MeasuringGrid
 from fedbw.fl.settings import AppSettings, settings_for
 from fedbw.fl.strategy import NODE_WAIT_S, BudgetExhausted, PlanFedAvg, RoundState, centralized_evaluator
@@ -114,7 +115,7 @@ def main(grid: Grid, context: Context) -> None:
     plan = settings.plan
     log = EventLog(settings.events_path)
     try:
-        log.emit(START, schema_version=EVENTS_SCHEMA_VERSION, pid=os.getpid(), device=settings.device, clients=plan.config.clients.total, rounds=plan.rounds,
+        log.emit(START, **EVENTS.stamp(), pid=os.getpid(), device=settings.device, clients=plan.config.clients.total, rounds=plan.rounds,
                  t=time.perf_counter())
         node_of = discover_clients(grid, plan.config.clients.total)
         log.emit(NODES, node_of={str(c): n for c, n in sorted(node_of.items())})

@@ -37,6 +37,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fedbw.flower_protocol import FRAMEWORK_PARTS, SUPEREXEC_TASK_POLL_S
 from fedbw.netmodel.contention import hop_cpu_factor, node_cpu_during_download_s, stage_concurrency
 from fedbw.netmodel.objects import transfer_objects_s
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
@@ -45,8 +46,6 @@ from fedbw.netmodel.stage import Exchange, ExchangeClass, MessageTiming, StageMe
 from fedbw.netmodel.transfer import ClientLink
 
 MIB = 2**20
-#: Where a message's time goes besides the link and training, in order (emulate measures the same).
-FRAMEWORK_PARTS = ("supernode_poll_s", "clientapp_start_s", "app_other_s", "reply_pickup_s", "serverapp_poll_s")
 PHASES = ("averaged", "expected", "sampled")
 #: Quadrature nodes of the unknown phases under ``phase = "averaged"``: lanes of the clock, averaged.
 AVERAGED_LANES = 8
@@ -62,7 +61,7 @@ class FlowerCosts:
     """
 
     supernode_idle_poll_s: float = 3.0  #: SuperNode sleep after an empty pull
-    superexec_poll_s: float = 1.0  #: SuperExec task poll (FLWR_SUPEREXEC_TASK_POLL_INTERVAL)
+    superexec_poll_s: float = SUPEREXEC_TASK_POLL_S  #: SuperExec task poll (FLWR_SUPEREXEC_TASK_POLL_INTERVAL)
     reply_poll_s: float = 0.5  #: SuperNode waits for its ClientApp's reply
     serverapp_poll_s: float = 3.0  #: HttpGrid.send_and_receive between pulls
     backoff_first_s: float = 1.0  #: pull of an object not uploaded yet: 1, 2, 4 … s

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 CODECS = ("none", "fp16", "int8", "topk")
 SECAGG_MODES = ("off", "stock", "packed")
-#: The stages of one SecAgg+ round, in order (Flower 1.42's SecAggPlusWorkflow).
-SECAGG_STAGES = ("setup", "share_keys", "collect_masked_vectors", "unmask")
 
 #: Flower Message framing (metadata, record keys, object tree) per message, bytes. Measured with the
 #: simulate engine (docs/simulate.md, 2026-11-30, flwr 1.42.0): plain FedAvg downloads carry ≈ 476 B,

@@ -118,10 +118,11 @@ def _fidelity_server_bound(data: dict[str, Any]) -> str:
 @table("catalog.flower-costs")
 def _catalog_flower_costs(root: Path) -> str:
     from fedbw.calibration.file import default_calibration
+    from fedbw.files.versioned import SCHEMA_KEY, VERSION_KEY
 
     cal = default_calibration()
     rows = [[name, fmt_s(c.value), fmt_s(c.spread), str(c.samples), c.how] for name, c in sorted(cal.constants.items())]
-    prov = ", ".join(f"{k} {v}" for k, v in cal.provenance.items() if k != "schema_version")
+    prov = ", ".join(f"{k} {v}" for k, v in cal.provenance.items() if k not in (SCHEMA_KEY, VERSION_KEY))
     return md_table(["constant", "value", "spread", "samples", "how"], rows, right={1, 2, 3}) + f"\nProvenance: {prov}.\n"
 
 

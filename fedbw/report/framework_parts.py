@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedbw.netmodel.flower import FRAMEWORK_PARTS
+from fedbw.flower_protocol import FRAMEWORK_PARTS
 from fedbw.report.doc_blocks import md_table
 from fedbw.report.format import fmt_s
 
-#: Column titles of the framework parts (fedbw.netmodel.flower.FRAMEWORK_PARTS).
+#: Column titles of the framework parts (fedbw.flower_protocol.FRAMEWORK_PARTS).
 PART_TITLES = dict(zip(FRAMEWORK_PARTS, ("SuperNode pull wait", "ClientApp start", "app's own time", "reply pick-up",
                                          "ServerApp poll"), strict=True))
 #: The same, once the model's push is counted in the SuperNode's wait (:func:`as_emulate_times`).

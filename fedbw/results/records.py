@@ -21,13 +21,13 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as validated
 
 from fedbw.errors import ConfigError
+from fedbw.files.versioned import RECORDS
 from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
 from fedbw.results.host_record import HostRound
 from fedbw.results.privacy_record import PrivacyRound
 
-SCHEMA = "fedbw.records"
-#: 2: header line, validated records (fedbw 0.2). 1: no header (fedbw 0.1).
-SCHEMA_VERSION = 2
+#: Version 2: header line, validated records (fedbw 0.2). 1: no header (fedbw 0.1).
+SCHEMA, SCHEMA_VERSION = RECORDS.schema, RECORDS.version
 _STRICT = ConfigDict(extra="forbid")
 
 
@@ -214,8 +214,7 @@ _FINITE_JSON = json.JSONEncoder(sort_keys=True, allow_nan=False)
 def header(run_id: str | None, engine: str | None) -> dict[str, Any]:
     from fedbw import __version__
 
-    return {"kind": "header", "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "run_id": run_id,
-            "engine": engine, "fedbw": __version__}
+    return {"kind": "header", **RECORDS.stamp(), "run_id": run_id, "engine": engine, "fedbw": __version__}
 
 
 class RecordWriter:
@@ -241,7 +240,7 @@ class RecordWriter:
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as exc:  # a disk that fills mid-run: one line naming this file, not a traceback
-            from fedbw.results.atomic import write_error
+            from fedbw.files.atomic import write_error
 
             raise write_error(self.path, exc) from None
 
@@ -285,15 +284,15 @@ def _records_path(path: str | Path) -> Path:
 
 
 def _check_header(path: Path, first: dict[str, Any] | None) -> dict[str, Any]:
-    if first is None or first.get("kind") != "header" or first.get("schema") != SCHEMA:
-        if first is not None and first.get("kind") in ("client", "round"):
-            raise ConfigError(f"{path}: written by fedbw 0.1 (records schema 1, no header); this fedbw reads "
-                              f"schema {SCHEMA_VERSION}: rerun the experiment to get records it can read")
+    if first is not None and first.get("kind") in ("client", "round"):
+        raise ConfigError(f"{path}: written by fedbw 0.1 (records schema 1, no header); this fedbw reads "
+                          f"schema {SCHEMA_VERSION}: rerun the experiment to get records it can read")
+    if first is None or first.get("kind") != "header":
         raise ConfigError(f"{path}:1: not a fedbw records file (no {SCHEMA!r} header); pass the records.jsonl "
                           f"of a fedbw run directory")
-    if first.get("schema_version") != SCHEMA_VERSION:
-        raise ConfigError(f"{path}: records schema version {first.get('schema_version')!r}, this fedbw reads "
-                          f"{SCHEMA_VERSION}; read it with the fedbw that wrote it ({first.get('fedbw')}) or rerun")
+    why = RECORDS.problem(first, path)
+    if why is not None:
+        raise ConfigError(f"{why} (it was written by fedbw {first.get('fedbw')})")
     return first
 
 

@@ -50,7 +50,7 @@ def environment(device: str | None = None) -> dict[str, Any]:
 
 
 def write_run_metadata(run_dir: Path, cfg: ExperimentConfig, device: str | None = None) -> None:
-    from fedbw.results.atomic import write_json_atomic
+    from fedbw.files.atomic import write_json_atomic
 
     # whole or not at all: a full disk must not leave a 0-byte resolved_config.json behind
     write_json_atomic(run_dir / "resolved_config.json", config_to_dict(cfg), indent=2)

@@ -156,6 +156,6 @@ def summarize_run_dir(run_dir: Path) -> RunSummary:
 def write_summary_json(run_dir: Path, summary: RunSummary, **extra: object) -> None:
     from dataclasses import asdict
 
-    from fedbw.results.atomic import write_json_atomic
+    from fedbw.files.atomic import write_json_atomic
 
     write_json_atomic(run_dir / "summary.json", asdict(summary) | extra, indent=2)  # never half a summary

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-SCHEMA_VERSION = 1
+from fedbw.errors import ConfigError
+from fedbw.files.versioned import SHAPER_LEDGER
+
 
 
 @dataclass(slots=True)
@@ -125,7 +127,7 @@ class Ledger:
         self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._write({
             "type": "start",
-            "schema": SCHEMA_VERSION,
+            **SHAPER_LEDGER.stamp(),
             "t0_s": self.t0_s,
             "t0_unix_s": self.t0_unix_s,
             **(meta or {}),
@@ -174,3 +176,29 @@ class Ledger:
         if self._file is not None:
             self._file.write(json.dumps(obj, separators=(",", ":")) + "\n")
             self._file.flush()
+
+
+def read_ledger(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every line of a ledger file, each run's ``start`` line checked (a ``fedbw shape`` service appends a
+    run per start); ConfigError naming the file for a foreign or other-version ledger or a damaged line.
+    A last line cut short by a crash is left out."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the shaper ledger ({exc})") from None
+    lines = text.split("\n")
+    rows: list[dict[str, Any]] = []
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError:
+            if lineno == len(lines):  # no newline after it: the writer was stopped mid-line
+                break
+            raise ConfigError(f"{path}:{lineno}: not a JSON line; the ledger is damaged") from None
+        if not rows or (isinstance(row, dict) and row.get("type") == "start"):
+            SHAPER_LEDGER.check(row, f"{path}:{lineno}")
+        rows.append(row)
+    return rows

@@ -22,13 +22,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
+from fedbw.files.versioned import LINK_SERIES
+
 DEFAULT_INTERVAL_S = 0.005
 #: A message's leading control exchange (push/pull requests, headers) stays under this many bytes.
 CONTROL_BYTES = 16 * 1024
 #: ... and its trailing requests under this many.
 TAIL_BYTES = 4 * 1024
-SERIES_SCHEMA = "fedbw.link-series"
-SERIES_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def _mapped(s: Sample, to_time: Callable[[float], float]) -> Sample:
 
 
 def _header(clients: list[str], interval_s: float) -> dict[str, Any]:
-    return {"schema": SERIES_SCHEMA, "version": SERIES_VERSION, "clients": clients, "interval_s": interval_s,
+    return {**LINK_SERIES.stamp(), "clients": clients, "interval_s": interval_s,
             "t0_s": time.perf_counter()}
 
 
@@ -275,8 +275,8 @@ class SeriesReader:
                 continue
             row = json.loads(raw)
             if self.series is None:
-                if not isinstance(row, dict) or row.get("schema") != SERIES_SCHEMA:
-                    raise ValueError(f"{self.path}: not a {SERIES_SCHEMA} file")
+                if (why := LINK_SERIES.problem(row, self.path)) is not None:
+                    raise ValueError(why)
                 t0 = float(row["t0_s"])
                 self.series = LinkSeries(list(row["clients"]), float(row["interval_s"]) * self._time_scale,
                                          self._to_time(t0) if self._to_time else t0)

@@ -35,7 +35,7 @@ class StudyRow:
     epsilon_adjacency: str | None = None  #: "replace-one" | "add/remove"
     secagg_clipped: int | None = None  #: values SecAgg+ clipped, summed over the run's rounds (None: not measured)
     secagg_wrapped: int | None = None  #: values of SecAgg+ sums that wrapped, summed over the rounds
-    #: the framework time's parts (fedbw.netmodel.flower.FRAMEWORK_PARTS, server work), steady-round means:
+    #: the framework time's parts (fedbw.flower_protocol.FRAMEWORK_PARTS, server work), steady-round means:
     #: where a variant's round differs from an emulate of it, these say which of Flower's costs differ
     framework_parts_s: dict[str, float] = field(default_factory=dict)
 

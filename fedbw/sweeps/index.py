@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fedbw.errors import ConfigError
+from fedbw.files.versioned import SWEEP
 from fedbw.sweeps.grid import GridAxis, point_label
 
-SWEEP_SCHEMA = "fedbw.sweep"
-SWEEP_VERSION = 1
 INDEX_NAME = "sweep.json"
 
 Status = Literal["pending", "running", "done", "failed", "interrupted"]
@@ -59,7 +58,7 @@ class SweepIndex:
     command: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": SWEEP_SCHEMA, "version": SWEEP_VERSION, "name": self.name, "config": self.config,
+        return {**SWEEP.stamp(), "name": self.name, "config": self.config,
                 "config_sha256": self.config_sha256, "engine": self.engine, "set": self.sets,
                 "grid": [a.to_json() for a in self.grid], "created_utc": self.created_utc,
                 "command": self.command, "points": [asdict(p) for p in self.points]}
@@ -92,10 +91,7 @@ def read_index(sweep_dir: Path) -> SweepIndex:
         d = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc}); the sweep index is damaged") from None
-    if not isinstance(d, dict) or d.get("schema") != SWEEP_SCHEMA:
-        raise ConfigError(f"{path}: not a fedbw sweep index (no {SWEEP_SCHEMA!r} schema)")
-    if d.get("version") != SWEEP_VERSION:
-        raise ConfigError(f"{path}: sweep index version {d.get('version')!r}, this fedbw reads {SWEEP_VERSION}")
+    SWEEP.check(d, path)
     try:
         grid = [GridAxis(a["key"], tuple(a["values"])) for a in d["grid"]]
         points = [GridPoint(**p) for p in d["points"]]

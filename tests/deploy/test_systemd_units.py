@@ -4,7 +4,6 @@ with the example settings, run as systemd would run it (shapes, writes its ledge
 from __future__ import annotations
 
 import configparser
-import json
 import os
 import re
 import shlex
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from fedbw.engines.emulate.ports import wait_connectable
+from fedbw.shaper.ledger import read_ledger
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 VENV_BIN = str(Path(sys.executable).parent)
@@ -106,6 +106,6 @@ def test_the_shaper_service_command_shapes_logs_and_stops_on_sigterm(tmp_path: P
         sink.shutdown()
         sink.server_close()
     assert proc.returncode == 0 and "Traceback" not in out, out
-    rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+    rows = read_ledger(ledger)
     conns = [r for r in rows if r["type"] == "conn"]  # the ledger: one line per connection, bytes each way
     assert rows[0]["type"] == "start" and sum(r["up"]["bytes_out"] for r in conns) == len(payload), rows

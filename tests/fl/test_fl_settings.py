@@ -41,7 +41,7 @@ def test_a_plan_of_another_schema_is_refused(tmp_path):
     data["plan"]["schema_version"] = 99
     path.write_text(json.dumps(data))
     load_settings.cache_clear()
-    with pytest.raises(RunError, match="schema 99"):
+    with pytest.raises(RunError, match="schema version 99"):
         load_settings(str(path))
 
 

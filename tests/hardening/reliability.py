@@ -69,7 +69,7 @@ class Registry:
             "machine": machine(),
             "cases": sorted(merged.values(), key=lambda c: (_area_order(c.get("area", "")), c["id"])),
         }
-        from fedbw.results.atomic import write_json_atomic
+        from fedbw.files.atomic import write_json_atomic
 
         out.parent.mkdir(parents=True, exist_ok=True)
         return write_json_atomic(out, data, indent=1)

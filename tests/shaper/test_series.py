@@ -105,7 +105,7 @@ def test_sampler_on_the_loop_writes_what_the_reader_tails(tmp_path) -> None:
 def test_reader_rejects_other_files_and_waits_for_partial_lines(tmp_path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"schema": "other"}\n')
-    with pytest.raises(ValueError, match="not a fedbw.link-series"):
+    with pytest.raises(ValueError, match="not a fedbw link series"):
         SeriesReader(bad).read()
     with pytest.raises(ValueError, match="no series file"):
         SeriesReader(tmp_path / "missing.jsonl").read()

@@ -43,7 +43,7 @@ def test_ledger_jsonl_and_snapshot(tmp_path):
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [rec["type"] for rec in lines] == ["start", "conn", "conn", "client", "client"]
     start = lines[0]
-    assert start["schema"] == 1 and start["clients"]["a"]["link"]["latency_up_ms"] == 2
+    assert start["schema"] == "fedbw.shaper-ledger" and start["clients"]["a"]["link"]["latency_up_ms"] == 2
     conn = lines[1]
     assert conn["client_id"] == "a" and conn["error"] is None
     assert conn["up"]["bytes_in"] == conn["up"]["bytes_out"] == 20_000

@@ -131,7 +131,8 @@ def test_a_point_running_in_a_live_process_blocks_resume(tmp_path):
 
 
 @pytest.mark.parametrize("text, words", [("{", "not valid JSON"), ('{"schema": "other"}', "not a fedbw sweep"),
-                                         ('{"schema": "fedbw.sweep", "version": 1}', "incomplete")])
+                                         ('{"schema": "fedbw.sweep", "schema_version": 2}', "incomplete"),
+                                         ('{"schema": "fedbw.sweep", "version": 1}', "schema version None")])
 def test_a_damaged_index_is_a_clear_error(tmp_path, text, words):
     (tmp_path / "sweep.json").write_text(text)
     with pytest.raises(ConfigError, match=words):

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedbw.netmodel.flower import FRAMEWORK_PARTS
+from fedbw.flower_protocol import FRAMEWORK_PARTS
 from fedbw.results.host_record import HostRound
 from fedbw.results.records import ClientRoundRecord, RoundRecord, StageRecord
 

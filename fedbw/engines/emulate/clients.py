@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from fedbw.engines.emulate.federation import DropFault, EmulatedClient
 from fedbw.errors import ConfigError
 from fedbw.links import profile_link
-from fedbw.netmodel.payload import SECAGG_STAGES
+from fedbw.flower_protocol import SECAGG_STAGES
 from fedbw.plan import Plan
 
 Trace = tuple[tuple[float, float], ...]

@@ -4,8 +4,13 @@ The emulator's figures describe the links only while the host keeps up. Two view
 kept: how busy its CPUs were (host-wide, and per device when devices are capped in cgroups), sampled
 while the run goes; and what that cost the critical path, from the transfers (the link idle while a
 message was still incomplete) and the ClientApp starts (longer than Flower's worst-case task poll
-plus the calibrated process start). :func:`host_round` turns both into a round's
+plus the fastest start that device showed in this run). :func:`host_round` turns both into a round's
 :class:`~fedbw.results.host_record.HostRound`.
+
+Every figure here is measured: the emulator is the reference the model is checked against, so its
+verdict on the host never uses the model or its calibration (tests/engines/emulate/test_independent.py).
+The price: a host loaded through a whole run makes every start slow, the fastest too, and the late
+starts go unnoticed; the CPU samples (``cpu_busy``) still say so.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 
 import psutil
 
+from fedbw.flower_protocol import SUPEREXEC_TASK_POLL_S
 from fedbw.results.host_record import HostRound
 
 SAMPLE_EVERY_S = 0.5
@@ -104,9 +110,33 @@ def host_round(lost_s: float, round_time_s: float, t_from_s: float, t_to_s: floa
 
 def stage_host_s(parts: Mapping[str, float], bulk: Mapping[str, Any], worst_start_s: float | None) -> float:
     """One message's time lost to the host: its link idle mid-transfer, and a ClientApp start beyond
-    ``worst_start_s`` (the task poll's longest wait plus the calibrated process start)."""
+    ``worst_start_s`` (:meth:`StartReference.worst_s`; None: no reference, idle time only)."""
     idle = float(bulk.get("down_sender_idle_s") or 0.0) + float(bulk.get("up_sender_idle_s") or 0.0)
     late = 0.0
     if worst_start_s is not None:
         late = max(0.0, float(parts.get("clientapp_start_s", 0.0)) - worst_start_s)
     return idle + late
+
+
+#: A ClientApp start longer than Flower's full task poll plus this × the device's fastest start is the host's.
+START_MARGIN = 1.2
+
+
+class StartReference:
+    """Each device's fastest ClientApp start so far in this run ("all objects received" → "ClientApp
+    running"): what a start costs that device when the host keeps up, measured rather than modelled, so a
+    phone's slow starts are its own and not the host's. A round's starts are added before they are
+    judged, so a device's first round has a reference and a start is never late against itself."""
+
+    def __init__(self) -> None:
+        self._fastest: dict[int, float] = {}
+
+    def add(self, client_id: int, start_s: float) -> None:
+        if start_s > 0:
+            self._fastest[client_id] = min(start_s, self._fastest.get(client_id, start_s))
+
+    def worst_s(self, client_id: int) -> float | None:
+        """The longest start that is still the device's own: the SuperExec's full task poll (a launch may
+        wait that long on any host) plus :data:`START_MARGIN` × its fastest start; None before any."""
+        fastest = self._fastest.get(client_id)
+        return None if fastest is None else SUPEREXEC_TASK_POLL_S + START_MARGIN * fastest

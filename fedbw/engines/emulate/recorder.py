@@ -14,8 +14,7 @@ from typing import Any
 from fedbw.engines.base import Progress
 from fedbw.engines.emulate.attribution import MessageTimes, match_messages, message_times, round_records
 from fedbw.engines.emulate.federation import MessageMeasure
-from fedbw.engines.emulate.host import HostSampler, host_round_for, stage_host_s
-from fedbw.netmodel.flower import FlowerCosts
+from fedbw.engines.emulate.host import HostSampler, StartReference, host_round_for, stage_host_s
 from fedbw.engines.measured import EventReader, RoundAssembler, client_extras
 from fedbw.plan import Plan
 from fedbw.results.privacy_record import privacy_round_from_event
@@ -37,6 +36,7 @@ class RoundRecorder:
         self.rounds: list[RoundRecord] = []
         self.messages: list[tuple[int, MessageTimes]] = []  #: (round, times) of every finished round's messages
         self.profile_of = {c.client_id: c.profile for c in plan.clients}
+        self.starts = StartReference()
 
     def on_tick(self, live: Any) -> None:
         """The emulation's tick (a :class:`~fedbw.engines.emulate.federation.Live`): records for rounds
@@ -56,9 +56,10 @@ class RoundRecorder:
             # a message the SuperNode never logged (it was dropped first) has no measure: skipped
             times = [message_times(ev_msg, meas) for ev_msg, meas in match_messages(rnd.messages, measures())
                      if meas is not None]
-            speed = {c.client_id: c.cpu_speed for c in self.plan.clients}
             for t in times:
-                t.t_host_s = stage_host_s(t.parts, t.bulk, worst_start_s(self.plan.costs, speed.get(t.client_id, 1.0)))
+                self.starts.add(t.client_id, float(t.parts.get("clientapp_start_s", 0.0)))
+            for t in times:
+                t.t_host_s = stage_host_s(t.parts, t.bulk, self.starts.worst_s(t.client_id))
             clients, record = round_records(
                 self.run_id, ENGINE, rnd.round, times, self.profile_of, rnd.clients or [], self.dropped(),
                 host=host_round_for(self.host, rnd.clients or []),
@@ -74,14 +75,3 @@ class RoundRecorder:
             self.messages += [(rnd.round, t) for t in times]
             self.progress(rnd.round, per_round, per_round)
 
-
-#: A ClientApp start longer than Flower's worst task-poll wait plus this × the calibrated start is the host's.
-START_MARGIN = 1.2
-
-
-def worst_start_s(costs: FlowerCosts | None, cpu_speed: float = 1.0) -> float | None:
-    """The longest a ClientApp start may take on its own device: the SuperExec's full task-poll
-    interval plus the calibrated process start (with :data:`START_MARGIN`); None without a cost model."""
-    if costs is None:
-        return None
-    return costs.superexec_poll_s + START_MARGIN * (costs.clientapp_start_s + costs.clientapp_other_s) / cpu_speed

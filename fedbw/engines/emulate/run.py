@@ -9,9 +9,11 @@ each other (:mod:`.hosts`, :mod:`.flower`).
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from fedbw.engines.base import NoProgress, Progress, RunResult
 from fedbw.engines.emulate.clients import clients_for_plan, drops_for_plan
@@ -19,11 +21,12 @@ from fedbw.engines.emulate.fedbw_app import write_fedbw_app
 from fedbw.engines.emulate.federation import LOGS_DIR, EmulationResult, emulate_app, resolve_dilation
 from fedbw.engines.emulate.hosts import hosts_for
 from fedbw.engines.emulate.recorder import RoundRecorder
-from fedbw.errors import RunError
+from fedbw.errors import ConfigError, RunError
+from fedbw.files.atomic import write_json_atomic
+from fedbw.files.versioned import EMULATE
 from fedbw.fl.settings import EVENTS_FILE, PLAN_ENV, write_plan_file
 from fedbw.links import server_shaper_spec
 from fedbw.plan import Plan
-from fedbw.results.atomic import write_json_atomic
 from fedbw.results.records import RecordWriter
 
 SUMMARY_FILE = "emulate.json"
@@ -85,7 +88,7 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
 def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> None:
     """What the records do not hold: start-up, memory, link totals, every message's parts."""
     data = {
-        "flower_run_id": res.flower_run_id, "startup_s": res.startup_s, "run_wall_s": res.run_wall_s,
+        **EMULATE.stamp(), "flower_run_id": res.flower_run_id, "startup_s": res.startup_s, "run_wall_s": res.run_wall_s,
         "peak_rss_bytes": res.peak_rss_bytes, "dropped": res.dropped,
         "dilation": res.dilation, "cpu_capped": res.cpu_capped, "cpu_note": res.cpu_note, "host_cores": res.host_cores,
         "host_bound_rounds": [r.round for r in recorder.rounds if r.host_bound],
@@ -102,3 +105,16 @@ def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> 
                      for r, t in recorder.messages],
     }
     write_json_atomic(path, data, indent=1)  # whole or absent, also when the run is being interrupted
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A run directory's emulate.json, its schema checked: ConfigError naming the file when it is missing,
+    damaged, or of another fedbw's layout (calibration and benchmarks read its messages)."""
+    path = Path(run_dir) / SUMMARY_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found; pass the directory of a finished `--engine emulate` run") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: unreadable ({exc}); the emulate result is damaged") from None
+    return dict(EMULATE.check(data, path))

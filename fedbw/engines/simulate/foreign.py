@@ -4,7 +4,7 @@ The app's own ServerApp and ClientApp run inside fedbw's measuring wrappers (:mo
 a child process (:mod:`.app_child`); every message they exchange is laid on the same clock as fedbw's own
 apps (:mod:`.clock`): each client's link, the shared server link and Flower's deployment costs. The app's
 ClientApp load is fedbw's calibrated one shifted by how much longer this app takes to import
-(:mod:`fedbw.calibration.app_start`); a message's compute is the app's own time on it (the wrapper
+(:mod:`fedbw.engines.app_start`); a message's compute is the app's own time on it (the wrapper
 cannot tell training from the app's other work).
 """
 
@@ -63,7 +63,7 @@ def simulate_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int |
                     name=app_dir.name)
     load_s = None
     if plan.costs is not None:
-        from fedbw.calibration.app_start import app_clientapp_other_s
+        from fedbw.engines.app_start import app_clientapp_other_s
 
         other = app_clientapp_other_s(plan.costs.clientapp_other_s, client_component(app_dir), app_dir)
         # the app's imports replace fedbw's when Flower loads it; it brings no fedbw set-up of its own

@@ -18,7 +18,7 @@ import pytest
 from fedbw.config import config_from_dict
 from fedbw.engines.emulate import DropFault, run_app
 from fedbw.processes.census import mark_this_process, marked_pids
-from fedbw.netmodel.payload import SECAGG_STAGES
+from fedbw.flower_protocol import SECAGG_STAGES
 from fedbw.results.records import load_records
 from fedbw.runner import run_experiment
 

@@ -6,9 +6,9 @@ import pytest
 
 from fedbw.engines.emulate.attribution import MessageTimes, round_records
 from fedbw.engines.emulate.federation import auto_dilation, resolve_dilation
-from fedbw.engines.emulate.host import HostSample, HostSampler, host_round, host_round_for, stage_host_s
-from fedbw.engines.emulate.recorder import worst_start_s
-from fedbw.netmodel.flower import FlowerCosts
+from fedbw.engines.emulate.host import (START_MARGIN, HostSample, HostSampler, StartReference, host_round,
+                                       host_round_for, stage_host_s)
+from fedbw.flower_protocol import SUPEREXEC_TASK_POLL_S
 from fedbw.results.host_record import HOST_BOUND_SHARE, HostRound
 from fedbw.results.records import RecordWriter, read_records
 
@@ -20,11 +20,18 @@ def test_a_message_loses_its_idle_link_time_and_a_late_start() -> None:
     assert stage_host_s({"clientapp_start_s": 9.0}, {}, worst_start_s=None) == 0.0  # no cost model: idle only
 
 
-def test_worst_start_is_the_full_task_poll_plus_the_calibrated_start_with_margin() -> None:
-    costs = FlowerCosts(superexec_poll_s=1.0, clientapp_start_s=1.4, clientapp_other_s=0.35)
-    assert worst_start_s(costs) == pytest.approx(1.0 + 1.2 * 1.75)
-    assert worst_start_s(costs, cpu_speed=0.5) == pytest.approx(1.0 + 1.2 * 3.5)  # a phone starts slower
-    assert worst_start_s(None) is None
+def test_worst_start_is_the_full_task_poll_plus_the_devices_fastest_start_with_margin() -> None:
+    ref = StartReference()
+    assert ref.worst_s(0) is None  # no start measured yet: no verdict
+    for start in (2.6, 1.75, 2.0):
+        ref.add(0, start)
+    ref.add(1, 3.5)  # a phone starts slower: its own reference
+    ref.add(1, 0.0)  # a message without a measured start moves nothing
+    assert ref.worst_s(0) == pytest.approx(SUPEREXEC_TASK_POLL_S + START_MARGIN * 1.75)
+    assert ref.worst_s(1) == pytest.approx(SUPEREXEC_TASK_POLL_S + START_MARGIN * 3.5)
+    late = {"clientapp_start_s": SUPEREXEC_TASK_POLL_S + START_MARGIN * 1.75 + 0.5}
+    assert stage_host_s(late, {}, ref.worst_s(0)) == pytest.approx(0.5)
+    assert stage_host_s(late, {}, ref.worst_s(1)) == 0.0
 
 
 def test_host_round_reads_cpu_busy_and_device_time_over_the_window() -> None:

@@ -92,13 +92,13 @@ def test_event_reader_keeps_a_torn_line_for_later(tmp_path):
 
 
 def test_assembler_refuses_events_of_another_schema():
-    from fedbw.fl.events import EVENTS_SCHEMA_VERSION
+    from fedbw.files.versioned import EVENTS
 
     ok = RoundAssembler()
-    ok.add({"event": "start", "schema_version": EVENTS_SCHEMA_VERSION})
+    ok.add({"event": "start", **EVENTS.stamp()})
     assert ok.error is None
     old = RoundAssembler()
-    old.add({"event": "start"})
+    old.add({"event": "start", "schema_version": 1})  # fedbw 0.2's start event: no schema name
     assert "different fedbw versions" in old.error
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fedbw.errors import RunError
-from fedbw.results import atomic
-from fedbw.results.atomic import disk_error, write_json_atomic, write_text_atomic
+from fedbw.files import atomic
+from fedbw.files.atomic import disk_error, write_json_atomic, write_text_atomic
 
 
 def test_replaces_the_file_keeps_its_mode_and_leaves_no_temporary(tmp_path: Path) -> None:

@@ -34,7 +34,6 @@ range) and the number of samples, beside the machine, the date and the versions.
 
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import tempfile
@@ -78,11 +77,12 @@ def _config(model: str, compute: str, rounds: int, out: Path, dilation: float = 
 def _emulated_messages(model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0,
                        profile: str = "loopback", clients: int = 1) -> list[dict[str, Any]]:
     """Every message of one emulated run, as its emulate.json holds it."""
+    from fedbw.engines.emulate.run import read_summary
     from fedbw.runner import run_experiment
 
     result = run_experiment(_config(model, compute, rounds, out, dilation, profile, clients))
     assert result.run_dir is not None
-    data = json.loads((result.run_dir / "emulate.json").read_text(encoding="utf-8"))
+    data = read_summary(result.run_dir)
     return [{**m, "model": model} for m in data["messages"] if m.get("error") is None]
 
 
@@ -332,8 +332,8 @@ def calibration_dilation(value: float | str = "auto") -> tuple[float, bool]:
 def calibrate(rounds: int = 4, step: Step = lambda what, i, n: None, command: str = "fedbw calibrate",
               workdir: Path | None = None, dilation: float | str = "auto") -> Calibration:
     """Measure Flower's costs on this machine (15–20 minutes on 2 cores); see the module docstring."""
-    from fedbw.calibration.app_start import host_reference_s
-    from fedbw.calibration.server_share import TOGETHER_CLIENTS, fit_server_share
+    from fedbw.engines.app_start import host_reference_s
+    from fedbw.calibrate.server_share import TOGETHER_CLIENTS, fit_server_share
     from fedbw.catalog import get_model
     from fedbw.engines.emulate.federation import auto_dilation
     from fedbw.links import profile_link

@@ -1,7 +1,7 @@
 """``server_share``: the SuperLink's part of a hop's object CPU, fitted from clients moving objects together.
 
 Every other hop constant comes from one client at a time, so it holds both ends' CPU of one transfer
-(:mod:`fedbw.calibration.measure`). Which part runs in the SuperLink, one process serving every client,
+(:mod:`fedbw.calibrate.measure`). Which part runs in the SuperLink, one process serving every client,
 shows only when several clients move objects at once: their requests then queue for it
 (:mod:`fedbw.netmodel.contention`). This step emulates the shaped ResNet-18 run once more with
 :data:`TOGETHER_CLIENTS` clients, takes each transfer's measured overlap with the other clients' transfers
