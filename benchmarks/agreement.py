@@ -507,7 +507,7 @@ STUDY_FILE = ROOT / "experiments" / "privacy-overhead.toml"
 def privacy(out: Path, rounds: int, dilation: str) -> dict[str, Any]:
     """Each study variant: its re-timed row on the base's own profile against emulate of the same config."""
     from fedbw.config import config_to_dict
-    from fedbw.netmodel.flower import FRAMEWORK_PARTS
+    from fedbw.flower_protocol import FRAMEWORK_PARTS
     from fedbw.studies import load_study, run_study
 
     study = load_study(STUDY_FILE, [f"training.rounds={rounds}", f"output_dir={json.dumps(str(out))}"])

@@ -8,48 +8,20 @@ each run labelled by what sets it apart.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from fedbw.config import ExperimentConfig, config_from_dict, config_to_dict, load_config
-from fedbw.engines.estimate import (FabricEstimate, ProfileEstimate, estimate_fabrics, estimate_profiles,
-                                    steady_round)
+from fedbw.config import config_from_dict, config_to_dict, load_config
+from fedbw.engines.estimate import estimate_fabrics, estimate_profiles, steady_round
 from fedbw.errors import ConfigError
 from fedbw.plan import build_plan
-from fedbw.results.records import ClientRoundRecord, RoundRecord
+from fedbw.results.compared import ComparedRun, FabricRatio, RunSet
+from fedbw.results.estimates import EstimateReport, SweepPoint
 from fedbw.results.summary import RunSummary, summarize
 from fedbw.tomlvalue import format_value, parse_value
 
 DEFAULT_COMPARE_PROFILES = ["home-30", "home-50", "home-80"]
-
-
-@dataclass
-class EstimateReport:
-    config: ExperimentConfig
-    model: str
-    params: int
-    clients_per_round: int
-    round_index: int
-    profiles: list[ProfileEstimate]
-    fabrics: list[FabricEstimate]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "params": self.params, "clients_per_round": self.clients_per_round,
-                "round": self.round_index, "secagg": self.secagg_label, "codec": self.config.compression.codec,
-                "profiles": [asdict(p) for p in self.profiles],
-                "fabrics": [asdict(f) | {"fl_round_over_allreduce": self.ratio(f)} for f in self.fabrics]}
-
-    @property
-    def secagg_label(self) -> str:
-        sa = self.config.privacy.secagg
-        return sa.mode if sa.enabled else "off"
-
-    def ratio(self, f: FabricEstimate) -> float | None:
-        """Slowest profile's round time over this fabric's AllReduce time."""
-        if not self.profiles or f.time_s <= 0:
-            return None
-        return max(p.round_time_s for p in self.profiles) / f.time_s
 
 
 def estimate_report(config: Path | None, *, model: str | None = None, profiles: list[str] | None = None,
@@ -89,17 +61,6 @@ def estimate_report(config: Path | None, *, model: str | None = None, profiles: 
 
 #: Shorthand sweep parameters that act on every client's link rather than on one config key.
 LINK_PARAMS = ("up_mbps", "down_mbps", "rtt_ms")
-
-
-@dataclass(frozen=True)
-class SweepPoint:
-    value: Any
-    round_time_s: float
-    comm_time_s: float
-    comm_fraction: float
-    bandwidth_bound: bool
-    bytes_up_per_client: float
-    bytes_down_per_client: float
 
 
 def sweep_values(values: str | None, range_: str | None) -> list[Any]:
@@ -153,46 +114,13 @@ def _with_link(client, param: str, value: float):
 
 # ---------------------------------------------------------------------------- finished runs side by side
 
-@dataclass(frozen=True)
-class FabricRatio:
-    """One AllReduce of the run's model on a data-center fabric, and how many of them one FL round lasts."""
-
-    fabric: str
-    ranks: int
-    allreduce_s: float
-    fl_round_over_allreduce: float | None
-
-
-@dataclass
-class ComparedRun:
-    """A finished run as `fedbw compare` and `fedbw report` show it: records' summary, config, context."""
-
-    label: str  #: what tells it apart from the others (a sweep point's values, or the config keys that differ)
-    path: Path  #: its run directory
-    summary: RunSummary
-    config: dict[str, Any] | None  #: resolved_config.json (None when the directory has none)
-    privacy: str  #: its privacy setting in words
-    fabrics: list[FabricRatio]
-    notes: list[str]  #: what the reader skipped (a torn last line), said as a warning
-    overrides: dict[str, Any]  #: a sweep point's grid values ({} for a plain run)
-    clients: list[ClientRoundRecord]
-    rounds: list[RoundRecord]
-
-
-@dataclass
-class RunSet:
-    runs: list[ComparedRun]
-    notes: list[str]  #: points left out of a sweep (failed, interrupted, not run yet), warnings
-    sweeps: list[tuple[Path, Any]]  #: (directory, SweepIndex) of every sweep argument
-
-
 def load_runs(paths: list[Path]) -> RunSet:
     """Run directories (or records files) and sweep directories (expanded to their finished points).
 
     A damaged or foreign records file, an empty one, or one without a finished round is a ConfigError
     naming the file (and the line); a torn last line is skipped and kept as a note.
     """
-    from fedbw.sweeps.index import is_sweep_dir, read_index
+    from fedbw.results.sweep_index import is_sweep_dir, read_index
 
     runs: list[ComparedRun] = []
     notes: list[str] = []
@@ -236,8 +164,10 @@ def _load_run(path: Path, overrides: dict[str, Any]) -> ComparedRun:
     except json.JSONDecodeError:
         raise ConfigError(f"{cfg_path}: not valid JSON; the run directory is damaged") from None
     summary = summarize(run_dir.name, f.clients, f.rounds)
-    return ComparedRun(run_dir.name, run_dir, summary, config, privacy_label(config), _fabrics(config, summary),
-                       list(f.notes), dict(overrides), f.clients, f.rounds)
+    notes = list(f.notes)
+    fabrics = _fabrics(run_dir, summary, notes)
+    return ComparedRun(run_dir.name, run_dir, summary, config, privacy_label(config), fabrics, notes,
+                       dict(overrides), f.clients, f.rounds)
 
 
 def privacy_label(config: dict[str, Any] | None) -> str:
@@ -256,17 +186,14 @@ def privacy_label(config: dict[str, Any] | None) -> str:
     return " + ".join(parts) or "none"
 
 
-def _fabrics(config: dict[str, Any] | None, summary: RunSummary) -> list[FabricRatio]:
-    from fedbw import catalog
-    from fedbw.errors import CatalogError
+def _fabrics(run_dir: Path, summary: RunSummary, notes: list[str]) -> list[FabricRatio]:
+    """The run's rounds against the AllReduce times it recorded (never re-estimated from today's catalog)."""
+    from fedbw.results.compared import ALLREDUCE_FILE, read_allreduce
 
-    if not config or "datacenter" not in config:
-        return []
-    dc = config["datacenter"]
-    try:
-        params = catalog.get_model(config["model"]["name"]).params
-        rows = estimate_fabrics(params, list(dc["fabrics"]), int(dc["ranks"]), int(dc["grad_bytes_per_value"]))
-    except (CatalogError, KeyError, TypeError):
+    rows = read_allreduce(run_dir)
+    if rows is None:
+        notes.append(f"{run_dir.name}: no {ALLREDUCE_FILE} (a run of an older fedbw, or an app run): no AllReduce "
+                     "comparison; rerun it to get one")
         return []
     return [FabricRatio(f.fabric, f.ranks, f.time_s,
                         summary.mean_round_time_s / f.time_s if f.time_s > 0 else None) for f in rows]
@@ -292,7 +219,7 @@ def _mix_label(mix: Any) -> str:
 
 def _label(runs: list[ComparedRun], single_sweep: bool) -> None:
     """Give every run a label that says what sets it apart from the others."""
-    from fedbw.sweeps.grid import describe_value, point_label, short_key
+    from fedbw.results.sweep_index import describe_value, point_label, short_key
 
     if single_sweep:
         for r in runs:

@@ -26,6 +26,7 @@ def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> Ru
     run_dir = new_run_dir(cfg, cfg.engine)
     run_id = run_dir.name
     write_run_metadata(run_dir, cfg, device=describe_device(device) if device else None)
+    _record_allreduce(run_dir, cfg, plan)
     try:
         with RecordWriter(run_dir / "records.jsonl", run_id=run_id, engine=cfg.engine) as writer:
             result = _run_engine(cfg, plan, run_id, writer, progress)
@@ -40,6 +41,16 @@ def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> Ru
     result.run_dir = run_dir
     _finish(run_dir, cfg, result.clients, result.rounds, result.stopped_early)
     return result
+
+
+def _record_allreduce(run_dir: Path, cfg: ExperimentConfig, plan: Plan) -> None:
+    """The data-center side of this run, estimated now and recorded: compare reads it, never re-estimates."""
+    from fedbw.engines.estimate import estimate_fabrics
+    from fedbw.results.compared import write_allreduce
+
+    dc = cfg.datacenter
+    write_allreduce(run_dir, plan.model.name,
+                    estimate_fabrics(plan.model.params, dc.fabrics, dc.ranks, dc.grad_bytes_per_value))
 
 
 def _run_engine(cfg: ExperimentConfig, plan: Plan, run_id: str, writer: RecordWriter,

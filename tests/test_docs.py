@@ -132,7 +132,7 @@ def test_the_privacy_table_judges_each_variant_against_15_percent(tmp_path: Path
     assert "not met — 1 of 2 variants within; the largest difference +25.0 % (plain)" in text
     assert "by part" not in text  # rows from before the parts were recorded: no breakdown
 
-    from fedbw.netmodel.flower import FRAMEWORK_PARTS
+    from fedbw.flower_protocol import FRAMEWORK_PARTS
 
     parts = dict.fromkeys(FRAMEWORK_PARTS, 1.0)
     with_parts = {**data, "rows": [{**r, "simulate_parts_s": parts, "emulate_parts_s": {**parts, "clientapp_start_s": 2.3}}

@@ -191,7 +191,7 @@ def test_estimate_study_end_to_end(tmp_path):
     assert rows[("plain", "home-30")]["framework_time_s"] > 3.0
     # the framework time by part: the critical client's parts of the deployment model sum to at most
     # the whole (the whole also holds each stage's span beyond that client: the server's work)
-    from fedbw.netmodel.flower import FRAMEWORK_PARTS
+    from fedbw.flower_protocol import FRAMEWORK_PARTS
 
     for r in rows.values():
         parts = r["framework_parts_s"]

@@ -15,6 +15,7 @@ A file is TOML::
     [constants.clientapp_start_s] # one table per FlowerCosts field measured
     value = 2.1                   # what the model uses
     spread = 0.4                  # interquartile range of the samples
+    interval = [1.9, 2.4]         # 5th–95th percentile over bootstrap fits (fedbw.calibrate.evaluate)
     samples = 12
     how = "ClientApp running − 'Received', minus the SuperExec's mean poll wait"
 
@@ -42,7 +43,13 @@ DEFAULT_FILE = "flower-costs.toml"
 _FIELDS = {f.name for f in dataclasses.fields(FlowerCosts)} - {"secagg"}
 _SECAGG_FIELDS = {f.name for f in dataclasses.fields(SecAggCostConstants)}
 #: Constants that are shares, not CPU time: a host's speed does not rescale them, and they lie in [0, 1].
-FRACTIONS = frozenset({"node_download_share", "server_share"})
+FRACTIONS = frozenset({"node_download_share"})
+#: Constants the model no longer has, and why (docs/methodology.md, "Cost terms"). A file that names one is
+#: read as it was written — it stays the provenance of the results made with it — and the constant is set
+#: aside in :attr:`Calibration.retired` instead of being refused.
+RETIRED = {
+    "server_share": "fitted to 0 in every calibration (2026-12-03/04); removed with its fit and its 4-client run",
+}
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,9 @@ class Constant:
     spread: float = 0.0
     samples: int = 0
     how: str = ""
+    #: 5th–95th percentile over fits of bootstrap resamples of the messages (fedbw.calibrate.evaluate);
+    #: None where the file predates it or the constant was not fitted from messages
+    interval: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ class Calibration:
     provenance: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     secagg: SecAggCostConstants | None = None  #: SecAgg+'s crypto per primitive ([secagg] table)
+    retired: dict[str, float] = field(default_factory=dict)  #: constants of :data:`RETIRED` the file names
 
     def costs(self) -> FlowerCosts:
         return FlowerCosts(**{k: c.value for k, c in self.constants.items()}, secagg=self.secagg)
@@ -80,7 +91,9 @@ def read_calibration(path: str | Path) -> Calibration:
 
 def _from_dict(data: dict[str, Any], source: str) -> Calibration:
     prov = CALIBRATION.check(data.get("calibration"), source)  # the [calibration] table is the head
-    consts = data.get("constants", {})
+    consts = dict(data.get("constants", {}))
+    retired = {k: float(consts.pop(k).get("value", 0.0)) for k in list(consts)
+               if k in RETIRED and isinstance(consts[k], dict)}
     unknown = sorted(set(consts) - _FIELDS)
     if unknown:
         raise ConfigError(f"{source}: unknown constant(s) {', '.join(unknown)}; known: {', '.join(sorted(_FIELDS))}")
@@ -91,7 +104,14 @@ def _from_dict(data: dict[str, Any], source: str) -> Calibration:
             raise ConfigError(f"{source}: constants.{name}.value must be a number >= 0, got {value!r}")
         if name in FRACTIONS and value > 1:
             raise ConfigError(f"{source}: constants.{name}.value is a share and must lie in [0, 1], got {value!r}")
-        out[name] = Constant(float(value), float(c.get("spread", 0.0)), int(c.get("samples", 0)), str(c.get("how", "")))
+        interval = c.get("interval")
+        if interval is not None and not (isinstance(interval, list) and len(interval) == 2
+                                         and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                 for v in interval) and interval[0] <= interval[1]):
+            raise ConfigError(f"{source}: constants.{name}.interval must be [low, high] with low <= high, "
+                              f"got {interval!r}")
+        out[name] = Constant(float(value), float(c.get("spread", 0.0)), int(c.get("samples", 0)), str(c.get("how", "")),
+                             None if interval is None else (float(interval[0]), float(interval[1])))
     crypto = data.get("secagg")
     secagg = None
     if crypto is not None:
@@ -105,7 +125,7 @@ def _from_dict(data: dict[str, Any], source: str) -> Calibration:
                               f">= 0); missing {missing or '-'}, bad {bad or '-'}, "
                               f"unknown {sorted(set(crypto) - _SECAGG_FIELDS) or '-'}")
         secagg = SecAggCostConstants.from_json(crypto)
-    return Calibration(out, dict(prov), source, secagg)
+    return Calibration(out, dict(prov), source, secagg, retired)
 
 
 #: The provenance key of the host's speed while the constants were measured (seconds; see
@@ -130,7 +150,7 @@ def at_host_speed(cal: Calibration, reference_s: float) -> Calibration:
                                                 for k, v in cal.secagg.to_json().items()})
     prov = {**cal.provenance, HOST_REFERENCE: reference_s, "rescaled_by": factor,
             "rescaled_from": f"{cal.source} ({HOST_REFERENCE} {own:.3f} s there, {reference_s:.3f} s now)"}
-    return Calibration(consts, prov, cal.source, secagg)
+    return Calibration(consts, prov, cal.source, secagg, dict(cal.retired))
 
 
 def write_calibration(path: str | Path, cal: Calibration) -> Path:
@@ -143,6 +163,8 @@ def write_calibration(path: str | Path, cal: Calibration) -> Path:
         c = cal.constants[name]
         lines += ["", f"[constants.{name}]", f"value = {float(c.value)!r}", f"spread = {float(c.spread)!r}",
                   f"samples = {c.samples}", f"how = {format_value(c.how)}"]
+        if c.interval is not None:
+            lines.append(f"interval = [{float(c.interval[0])!r}, {float(c.interval[1])!r}]")
     if cal.secagg is not None:
         lines += ["", "[secagg]  # SecAgg+'s crypto per primitive, seconds (fedbw.netmodel.secagg_cost)"]
         lines += [f"{k} = {format_value(v)}" for k, v in cal.secagg.to_json().items()]

@@ -13,7 +13,6 @@ from rich.markup import escape
 
 from fedbw.config import ExperimentConfig
 from fedbw.errors import FedbwError
-from fedbw.tomlvalue import format_value
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
                   help="fedbw — how long federated rounds take on home uplinks, and what privacy costs.")
@@ -55,20 +54,18 @@ def friendly(fn: Callable[..., Any] | None = None, *, interrupted: str = RUNS_KE
 
 def load(config: Path, overrides: list[str], engine: str | None = None,
          calibration: Path | None = None) -> ExperimentConfig:
-    """The config at ``config`` with ``--set`` overrides and, if given, ``--engine`` and ``--calibration``."""
-    from fedbw.config import load_config
+    """The config at ``config`` with ``--set`` overrides and, if given, ``--engine`` and ``--calibration``: the
+    Python API's :func:`fedbw.api.resolve_config`, so a notebook and the CLI read a config one way."""
+    from fedbw.api import resolve_config
 
-    return load_config(config, [*overrides, *flag_overrides(engine, calibration)])
+    return resolve_config(config, engine=engine, set=list(overrides), calibration=calibration)
 
 
 def flag_overrides(engine: str | None = None, calibration: Path | None = None) -> list[str]:
     """``--engine`` and ``--calibration`` as the ``--set`` items they stand for."""
-    sets = []
-    if engine is not None:
-        sets.append(f"engine={format_value(engine)}")
-    if calibration is not None:
-        sets.append(f"deployment.calibration={format_value(str(calibration))}")
-    return sets
+    from fedbw.api import flag_sets
+
+    return flag_sets(engine, calibration)
 
 
 SetOpt = typer.Option([], "--set", "-s", help="Override a config key: --set clients.total=20 (value in TOML syntax)")

@@ -12,7 +12,7 @@ from fedbw.cli.common import app, friendly, out
 
 @app.command()
 @friendly
-def emulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app directory (pyproject with [tool.flwr.app])"),
+def emulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app directory (pyproject with \\[tool.flwr.app])"),
             clients: int = typer.Option(2, "--clients", "-n", help="SuperNodes, one shaped link each"),
             profile: str = typer.Option("home-30", "--profile", "-p", help="link profile (`fedbw profiles`)"),
             rounds: Optional[int] = typer.Option(None, "--rounds", help="sets the app's num-server-rounds"),
@@ -63,7 +63,7 @@ def dilation_option(text: str) -> float | str:
 
 @app.command()
 @friendly
-def simulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app directory (pyproject with [tool.flwr.app])"),
+def simulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app directory (pyproject with \\[tool.flwr.app])"),
              clients: int = typer.Option(2, "--clients", "-n", help="virtual SuperNodes, one link each"),
              profile: str = typer.Option("home-30", "--profile", "-p", help="link profile (`fedbw profiles`)"),
              rounds: Optional[int] = typer.Option(None, "--rounds", help="sets the app's num-server-rounds"),
@@ -131,33 +131,46 @@ def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
 @app.command()
 @friendly(interrupted="no calibration written (a file already at --out is left as it was).")
 def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--out", "-o",
-                                            help="where to write the calibration file (TOML)"),
+                                            help="where to write the calibration file (TOML); its measured "
+                                                 "messages go beside it (NAME.messages.jsonl)"),
               rounds: int = typer.Option(4, "--rounds", min=2, help="rounds per measured run (more: tighter)"),
               dilation: str = typer.Option("auto", "--dilation",
                                            help='"auto": dilated by 2, the device capped to one core, where '
-                                                'cgroups allow; or K (1 = undilated)')) -> None:
+                                                'cgroups allow; or K (1 = undilated)'),
+              from_messages: Optional[Path] = typer.Option(
+                  None, "--from-messages", help="fit again from an earlier calibration's measured messages "
+                                                "(NAME.messages.jsonl) instead of measuring: seconds, no Flower "
+                                                "process")) -> None:
     """Measure Flower's own costs on this machine (real Flower processes, one client at a time on unshaped
-    loopback, then shaped runs of one and of four clients) and write them as a calibration file for
-    `--calibration` (15–20 minutes on 2 cores)."""
+    loopback, then a shaped run) and write them as a calibration file for
+    `--calibration` (15–20 minutes on 2 cores), with every measured message beside it."""
     import shlex
     import sys
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from fedbw.calibrate.measure import (calibration_of, measure, messages_path, read_measurements,
+                                         write_measurements)
     from fedbw.calibration.file import write_calibration
-    from fedbw.calibrate.measure import calibrate as measure
     from fedbw.cli.common import err
     from fedbw.report.calibration import render_calibration
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
-                  transient=True) as bar:
-        task = bar.add_task("calibrating", total=1)
+    command = shlex.join(["fedbw", *sys.argv[1:]])
+    if from_messages is not None:
+        measured = read_measurements(from_messages)
+    else:
+        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
+                      transient=True) as bar:
+            task = bar.add_task("calibrating", total=1)
 
-        def step(what: str, i: int, n: int) -> None:
-            bar.update(task, description=what, completed=i, total=n)
+            def step(what: str, i: int, n: int) -> None:
+                bar.update(task, description=what, completed=i, total=n)
 
-        cal = measure(rounds=rounds, step=step, command=shlex.join(["fedbw", *sys.argv[1:]]),
-                      dilation=dilation_option(dilation))
+            measured = measure(rounds=rounds, step=step, command=command, dilation=dilation_option(dilation))
+        # the measurements first: a fit that fails later leaves them, and --from-messages fits them again
+        kept = write_measurements(messages_path(out_file), measured)
+        out.print(f"measured messages: {kept} ({len(measured.messages)} messages)")
+    cal = calibration_of(measured, command=command)
     path = write_calibration(out_file, cal)
     render_calibration(out, cal)
     out.print(f"calibration: {path} (use it with --calibration {path})")

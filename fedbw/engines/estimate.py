@@ -6,7 +6,6 @@ data-center fabrics — because those need no run at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from fedbw import catalog
@@ -18,6 +17,7 @@ from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan, collection_paused
 from fedbw.privacy.rounds import planned_privacy_round
 from fedbw.results.records import RecordWriter
+from fedbw.results.estimates import FabricEstimate, ProfileEstimate
 
 
 def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = None,
@@ -65,36 +65,6 @@ def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
             writer.write([*clients, rnd])
         progress(r, len(clients), len(clients))
     return result
-
-
-@dataclass(frozen=True)
-class ProfileEstimate:
-    """One steady-state round with every sampled client on ``profile``."""
-
-    profile: str
-    up_mbps: float
-    down_mbps: float
-    bytes_up_per_client: float
-    bytes_down_per_client: float
-    t_down_s: float
-    t_compute_s: float
-    t_up_s: float
-    t_framework_s: float  #: the round's Flower and server time (polls, process start, aggregation)
-    round_time_s: float
-    comm_fraction: float
-    bandwidth_bound: bool
-
-
-@dataclass(frozen=True)
-class FabricEstimate:
-    fabric: str
-    description: str
-    ranks: int
-    size_bytes: float
-    algorithm: str
-    time_s: float
-    algbw_gbps: float
-    busbw_gbps: float
 
 
 def steady_round(plan: Plan) -> int:

@@ -63,6 +63,22 @@ class FileFormat:
         return head
 
 
+def read_json(path: str | os.PathLike[str], fmt: FileFormat, missing: str) -> dict[str, Any]:
+    """A whole-JSON file of format ``fmt``, its head checked; ConfigError naming the file when it is absent
+    (with ``missing``: what to pass instead), unreadable, not JSON, or another format or version."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found; {missing}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid JSON or unreadable ({exc}); the {fmt.noun} is damaged") from None
+    return dict(fmt.check(data, path))
+
+
 #: Every format fedbw writes and reads back, by schema name (tests walk this to check each one refuses
 #: another version). A format is declared here, next to the others, and imported by its module.
 FORMATS: dict[str, FileFormat] = {}
@@ -87,3 +103,7 @@ SWEEP = register("fedbw.sweep", 2, "sweep index", "rerun the sweep with this fed
 LINK_SERIES = register("fedbw.link-series", 2, "link series", "rerun the emulation with this fedbw")
 SHAPER_LEDGER = register("fedbw.shaper-ledger", 2, "shaper ledger", "rerun the shaper with this fedbw")
 EMULATE = register("fedbw.emulate", 1, "emulate result (emulate.json)", "rerun the emulation with this fedbw")
+MEASURED_MESSAGES = register("fedbw.measured-messages", 1, "measured-messages file",
+                             "measure them again with this fedbw (`fedbw calibrate`)")
+ALLREDUCE = register("fedbw.allreduce", 1, "AllReduce comparison (allreduce.json)",
+                     "rerun the experiment with this fedbw to compare it with AllReduce")

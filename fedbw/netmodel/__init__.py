@@ -12,7 +12,8 @@ from fedbw.netmodel.collectives import (
     busbw_from_algbw,
     hierarchical_allreduce,
 )
-from fedbw.netmodel.flower import FRAMEWORK_PARTS, DeploymentClock, FlowerCosts
+from fedbw.flower_protocol import FRAMEWORK_PARTS
+from fedbw.netmodel.flower import DeploymentClock, FlowerCosts
 from fedbw.netmodel.payload import MessageSizes, round_exchanges
 from fedbw.netmodel.timeline import ClientStageTiming, RoundTimeline, ServerLink, round_timeline
 from fedbw.netmodel.transfer import ClientLink, transfer_time_s

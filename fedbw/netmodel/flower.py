@@ -35,122 +35,17 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
-from fedbw.flower_protocol import FRAMEWORK_PARTS, SUPEREXEC_TASK_POLL_S
-from fedbw.netmodel.contention import hop_cpu_factor, node_cpu_during_download_s, stage_concurrency
-from fedbw.netmodel.objects import transfer_objects_s
-from fedbw.netmodel.secagg_cost import SecAggCostConstants
+from fedbw.netmodel.flower_costs import (MIB, FlowerCosts, app_code_runs_s, backoff_until, costs_from_json,  # noqa: F401
+                                         download_alone_s, objects_alone_s, pull_behind)
 from fedbw.netmodel.sharing import Flow, finish_times
+from fedbw.netmodel.terms import CLIENTAPP_START, REQUEST
 from fedbw.netmodel.stage import Exchange, ExchangeClass, MessageTiming, StageMessage, StageTiming, mean_stage
 from fedbw.netmodel.transfer import ClientLink
 
-MIB = 2**20
 PHASES = ("averaged", "expected", "sampled")
 #: Quadrature nodes of the unknown phases under ``phase = "averaged"``: lanes of the clock, averaged.
 AVERAGED_LANES = 8
-
-
-@dataclass(frozen=True)
-class FlowerCosts:
-    """Flower 1.42's intervals and this machine's CPU costs of its Deployment Engine.
-
-    Intervals are Flower's module constants (tests/netmodel/test_flower_constants.py reads them from the
-    installed flwr). CPU costs are those of the calibration machine; ``client_cpu`` / ``server_cpu``
-    arguments of :class:`DeploymentClock` scale them for faster or slower devices.
-    """
-
-    supernode_idle_poll_s: float = 3.0  #: SuperNode sleep after an empty pull
-    superexec_poll_s: float = SUPEREXEC_TASK_POLL_S  #: SuperExec task poll (FLWR_SUPEREXEC_TASK_POLL_INTERVAL)
-    reply_poll_s: float = 0.5  #: SuperNode waits for its ClientApp's reply
-    serverapp_poll_s: float = 3.0  #: HttpGrid.send_and_receive between pulls
-    backoff_first_s: float = 1.0  #: pull of an object not uploaded yet: 1, 2, 4 … s
-    backoff_cap_s: float = 10.0
-    object_workers: int = 2  #: concurrent object requests per hop
-    #: SuperNode sending a reply: sleep while an object the ClientApp has not stored yet is next
-    content_wait_s: float = 0.5
-    # CPU costs (seconds), measured by `fedbw calibrate` on the calibration machine
-    request_s: float = 0.012  #: one request's server-side work (an empty pull, a confirm)
-    hop_message_s: float = 0.03  #: per message per hop: tree building, metadata, confirm
-    hop_object_s: float = 0.002  #: per object per hop: one POST's own work
-    hop_s_per_mib: float = 0.02  #: per MiB per hop: (de)serialise, sha256 on every store, copy
-    clientapp_start_s: float = 1.4  #: a flwr-clientapp process: Python, Flower and the app's imports
-    clientapp_other_s: float = 0.35  #: ClientApp work before the app's code: runtime pull, FAB install, load
-    #: per MiB moved between processes of one machine (ClientApp ↔ SuperNode, ServerApp ↔ SuperLink)
-    local_s_per_mib: float = 0.005
-    app_setup_s: float = 0.0  #: fedbw's real-training apps per fresh process: import torch, build the model
-    #: the share of a download's hop CPU that the SuperNode spends on the device, where it delays the
-    #: ClientApp launched before the download ends (one core for both): a fraction, not a time
-    node_download_share: float = 0.0
-    #: the share of a hop's object CPU (per object and per MiB) spent in the SuperLink: one process, so one
-    #: queue for every client moving objects at the same time (:func:`hop_cpu_factor`); a fraction
-    server_share: float = 0.0
-    #: round trips a download makes in series besides the message's pull, its confirm and its objects
-    #: (requests before the first object and after the last), fitted from a shaped run
-    download_round_trips: float = 0.0
-    aggregate_base_s: float = 0.06  #: server between stages: aggregate, configure, sample nodes
-    aggregate_s_per_mib: float = 0.004  #: ... per MiB of replies aggregated
-    #: SecAgg+'s crypto per primitive (keys, shares, masks), for the stages' client and server work
-    secagg: SecAggCostConstants | None = None
-
-    def hop_cpu_s(self, objects: int, nbytes: float) -> float:
-        """CPU time of moving one message of ``objects`` objects over one hop (both ends)."""
-        return self.hop_message_s + self.hop_object_s * objects + self.hop_s_per_mib * nbytes / MIB
-
-    def local_cpu_s(self, nbytes: float) -> float:
-        """CPU time of moving ``nbytes`` between two processes of one machine (no network hop between)."""
-        return self.local_s_per_mib * nbytes / MIB
-
-
-def costs_from_json(data: Mapping[str, object]) -> FlowerCosts:
-    """FlowerCosts from ``dataclasses.asdict`` of one (the plan file carries them so)."""
-    d = dict(data)
-    crypto = d.pop("secagg", None)
-    return FlowerCosts(**d, secagg=None if crypto is None else SecAggCostConstants.from_json(crypto))  # type: ignore[arg-type]
-
-
-def backoff_until(t_attempt_s: float, t_available_s: float, costs: FlowerCosts) -> float:
-    """When a pull that first failed at ``t_attempt_s`` gets objects that arrive at ``t_available_s``:
-    the first retry point at or after their arrival (retries after 1, 2, 4, … s, capped)."""
-    if t_available_s <= t_attempt_s:
-        return t_attempt_s
-    t, delay = t_attempt_s, costs.backoff_first_s
-    while t < t_available_s:
-        t += delay
-        delay = min(2 * delay, costs.backoff_cap_s)
-    return t
-
-
-def pull_behind(t_start_s: float, t_first_s: float, t_all_s: float, objects: int, costs: FlowerCosts) -> float:
-    """When a pull that starts at ``t_start_s`` has every object of a message that is still arriving.
-
-    The objects become available one after another between ``t_first_s`` and ``t_all_s`` (the root,
-    last, at ``t_all_s``), in the order Flower pulls them (post-order, as they were pushed);
-    ``object_workers`` workers each take the next object and, while it is not there yet, retry after
-    1, 2, 4 … s counted from their first try of that object (Flower's ``pull_objects``).
-    """
-    if t_all_s <= t_start_s:
-        return t_start_s
-    n = max(1, objects)
-    free = [t_start_s] * max(1, costs.object_workers)
-    done = t_start_s
-    span = t_all_s - t_first_s
-    # the objects already there when the pull starts take no wait: they change no worker's time
-    start = min(n - 1, max(0, math.floor((t_start_s - t_first_s) * n / span))) if span > 0 else 0
-    first, cap = costs.backoff_first_s, costs.backoff_cap_s
-    for i in range(start, n):
-        avail = t_all_s if i == n - 1 else t_first_s + span * (i + 1) / n
-        t = min(free)
-        w = free.index(t)
-        if avail > t:  # Flower's backoff (backoff_until), inlined: this runs once per object
-            delay = first
-            while t < avail:
-                t += delay
-                delay = min(2 * delay, cap)
-            free[w] = t
-        if t > done:
-            done = t
-    return done
 
 
 def next_grid_point(anchor_s: float, period_s: float, t_s: float) -> float:
@@ -215,7 +110,7 @@ class DeploymentClock:
     def _pull_time(self, lane: _Lane, e: Exchange, t_visible_s: float) -> float:
         """When the SuperNode's pull that finds a message visible from ``t_visible_s`` starts: its pulls
         start every sleep + one empty pull's round trip."""
-        period = self.costs.supernode_idle_poll_s + e.link.rtt_s + self.costs.request_s
+        period = self.costs.supernode_idle_poll_s + e.link.rtt_s + REQUEST.seconds(self.costs)
         if e.anchor_s is None:  # idle since it registered: its grid's phase is unknown
             return t_visible_s + self._phase(period, lane, e.count)
         return next_grid_point(e.anchor_s, period, t_visible_s)
@@ -301,12 +196,8 @@ class DeploymentClock:
         for e in ex:
             m, s = e.m, e.speed
             t_launch = e.t_pull + self._phase(c.superexec_poll_s, lane, e.count)
-            t_running = t_launch + c.clientapp_start_s / s
-            t_has = (pull_behind(t_running, e.t_pull, e.t_received, m.objects_down, c)
-                     + (c.local_cpu_s(m.bytes_down) + node_cpu_during_download_s(
-                         c.node_download_share, c.hop_cpu_s(m.objects_down, m.bytes_down), e.t_pull, e.t_received,
-                         t_launch)) / s)
-            e.t_app = t_has + c.clientapp_other_s / s
+            e.t_app = app_code_runs_s(c, t_launch + CLIENTAPP_START.seconds(c) / s, t_launch, e.t_pull, e.t_received,
+                                      m.objects_down, m.bytes_down, s)
             e.t_done = e.t_app + m.client_extra_s + m.compute_s
             e.t_ready = e.t_done + c.local_cpu_s(m.bytes_up) / s
             # the ClientApp pushes the message (its object tree) before the objects: the SuperNode's reply
@@ -322,8 +213,7 @@ class DeploymentClock:
         pull_each = [c.local_cpu_s(e.m.bytes_up) / server_cpu for e in ex]
         starts = self._serverapp_polls(ex, pull_each, t_pushed)
         t_last = max(t + p * e.count for t, p, e in zip(starts, pull_each, ex))
-        agg_s = ((c.aggregate_base_s + c.aggregate_s_per_mib * sum(e.m.bytes_up * e.count for e in ex) / MIB)
-                 / server_cpu if aggregate else 0.0)
+        agg_s = c.aggregate_s(sum(e.m.bytes_up * e.count for e in ex)) / server_cpu if aggregate else 0.0
         t_end = t_last + agg_s + server_extra_s
         timings = [MessageTiming(e.m.client_id, t_pushed, t + p, e.t_down, e.m.compute_s, e.t_up,
                                  e.t_down_alone, e.t_up_alone,
@@ -345,9 +235,9 @@ class DeploymentClock:
         each a round trip and its CPU before its bytes (:mod:`fedbw.netmodel.objects`). An upload's
         objects start once the ClientApp has stored them on the SuperNode: its sender, finding an object
         missing, sleeps ``content_wait_s`` at a time. Sharing the server's link stretches only the bytes
-        on the wire: a flow's water-filled time beyond its time alone on its own link. Sharing the
-        SuperLink's CPU (``server_share``) stretches each request's server work by the transfers in
-        service beside it (:func:`~fedbw.netmodel.contention.stage_concurrency`).
+        on the wire: a flow's water-filled time beyond its time alone on its own link. (The SuperLink's
+        CPU, shared by transfers in service together, is not a term: fitted from four clients whose
+        transfers overlapped, its share was 0 in every calibration, and it was removed with its run.)
         """
         c = self.costs
         down = direction == "down"
@@ -362,27 +252,14 @@ class DeploymentClock:
         flows = [Flow(t, e.m.bytes_down if down else e.m.bytes_up,
                       e.link.down_bytes_per_s if down else e.link.up_bytes_per_s) for t, e in zip(starts, ex)]
         ends = finish_times(flows, server_bytes_per_s, [e.count for e in ex])
-        def objects_time(e: Exchange, f: Flow, concurrency: float) -> float:
-            if c.server_share > 0:
-                k = hop_cpu_factor(c.server_share, concurrency, e.speed, server_cpu)
-                cpu_object, cpu_byte = c.hop_object_s * k, c.hop_s_per_mib / MIB * k
-            else:  # the calibration's own arithmetic, to the last bit
-                cpu_object, cpu_byte = c.hop_object_s / e.speed, c.hop_s_per_mib / MIB / e.speed
-            return transfer_objects_s(f.size_bytes, e.m.objects_down if down else e.m.objects_up, f.cap_bytes_per_s,
-                                      e.link.rtt_s, c.object_workers, cpu_object, cpu_byte, self.array_shares)
-
-        objects = [objects_time(e, f, 1.0) for e, f in zip(ex, flows)]
-        if c.server_share > 0 and sum(e.count for e in ex) > 1:
-            windows = [(f.start_s, f.start_s + t) for f, t in zip(flows, objects)]
-            objects = [objects_time(e, f, 1.0 + stage_concurrency(i, windows, [x.count for x in ex],
-                                                                     e.anchor_s is not None, c.supernode_idle_poll_s))
-                       for i, (e, f) in enumerate(zip(ex, flows))]
+        objects = [objects_alone_s(c, f.size_bytes, e.m.objects_down if down else e.m.objects_up, f.cap_bytes_per_s,
+                                   e.link.rtt_s, e.speed, self.array_shares) for e, f in zip(ex, flows)]
         for e, f, end, objects_s in zip(ex, flows, ends, objects):
-            t0 = e.t_pull if down else e.t_sending
-            lead = f.start_s - t0 + c.hop_message_s / e.speed + ((1.0 + c.download_round_trips) * e.link.rtt_s
-                                                                 if down else 0.0)
+            if down:
+                solo = download_alone_s(c, e.link.rtt_s, objects_s, e.speed)
+            else:  # the send's round trip and the content waits before the objects, then the objects
+                solo = f.start_s - e.t_sending + c.hop_message_s / e.speed + objects_s
             alone = f.size_bytes / f.cap_bytes_per_s if f.cap_bytes_per_s > 0 else math.inf
-            solo = lead + objects_s
             shared = solo + max(0.0, (end - f.start_s) - alone)
             if down:
                 e.t_down, e.t_down_alone = shared, solo
@@ -409,5 +286,5 @@ class DeploymentClock:
                 pos += 1
                 visible = True
             if pos < n:
-                t += (0.0 if visible else c.request_s) + c.serverapp_poll_s
+                t += (0.0 if visible else REQUEST.seconds(c)) + c.serverapp_poll_s
         return starts

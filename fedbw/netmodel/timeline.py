@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple, Sequence
 
-from fedbw.netmodel.flower import FRAMEWORK_PARTS, DeploymentClock
+from fedbw.flower_protocol import FRAMEWORK_PARTS
+from fedbw.netmodel.flower import DeploymentClock
 from fedbw.netmodel.stage import StageMessage, StageTiming
 from fedbw.netmodel.payload import MessageSizes
 from fedbw.netmodel.sharing import Flow, finish_times

@@ -1,19 +1,43 @@
-"""``fedbw calibrate``: the constants it measured, with their spread and how."""
+"""``fedbw calibrate``: the constants it measured, with their interval, spread and how."""
 
 from __future__ import annotations
 
 from rich.console import Console
 
-from fedbw.calibration.file import Calibration
+from fedbw.calibration.file import FRACTIONS, Calibration, Constant
 from fedbw.report.format import fmt_s
 from fedbw.report.tables import new_table
 
+#: Constants that are not seconds: shares (FRACTIONS) and counts.
+UNITLESS = FRACTIONS | {"download_round_trips"}
+
+
+def fmt_constant(name: str, value: float | None) -> str:
+    """A constant's value in its unit: seconds, or a bare number for a share or a count."""
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if name in UNITLESS else fmt_s(value)
+
+
+def fmt_interval(name: str, c: Constant) -> str:
+    return "-" if c.interval is None else f"{fmt_constant(name, c.interval[0])} – {fmt_constant(name, c.interval[1])}"
+
+
+#: Below this many columns the table leaves out how each constant was measured (it is in the file).
+HOW_MIN_WIDTH = 120
+
 
 def render_calibration(console: Console, cal: Calibration) -> None:
+    """The constants, their interval, spread and samples; how each was measured where the terminal is wide
+    enough to show it readably (the calibration file always says)."""
+    how = console.width >= HOW_MIN_WIDTH
+    columns = ("constant", "value", "90 % interval", "spread", "samples") + (("how",) if how else ())
     t = new_table(f"Flower's costs on this machine ({cal.provenance.get('machine', '?')}, "
-                  f"flwr {cal.provenance.get('flwr', '?')})", ("constant", "value", "spread", "samples", "how"),
-                  left=("how",))
+                  f"flwr {cal.provenance.get('flwr', '?')})", columns, wrap=("how",))
     for name in sorted(cal.constants):
         c = cal.constants[name]
-        t.add_row(name, fmt_s(c.value), fmt_s(c.spread), str(c.samples), c.how)
+        cells = [name, fmt_constant(name, c.value), fmt_interval(name, c), fmt_constant(name, c.spread), str(c.samples)]
+        t.add_row(*cells, *([c.how] if how else []))
+    if not how:
+        t.caption = "how each constant was measured: the calibration file (`how`), or a terminal of 120 columns"
     console.print(t)

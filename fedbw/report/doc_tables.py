@@ -119,11 +119,14 @@ def _fidelity_server_bound(data: dict[str, Any]) -> str:
 def _catalog_flower_costs(root: Path) -> str:
     from fedbw.calibration.file import default_calibration
     from fedbw.files.versioned import SCHEMA_KEY, VERSION_KEY
+    from fedbw.report.calibration import fmt_constant, fmt_interval
 
     cal = default_calibration()
-    rows = [[name, fmt_s(c.value), fmt_s(c.spread), str(c.samples), c.how] for name, c in sorted(cal.constants.items())]
+    rows = [[name, fmt_constant(name, c.value), fmt_interval(name, c), fmt_constant(name, c.spread), str(c.samples),
+             c.how] for name, c in sorted(cal.constants.items())]
     prov = ", ".join(f"{k} {v}" for k, v in cal.provenance.items() if k not in (SCHEMA_KEY, VERSION_KEY))
-    return md_table(["constant", "value", "spread", "samples", "how"], rows, right={1, 2, 3}) + f"\nProvenance: {prov}.\n"
+    return (md_table(["constant", "value", "90 % interval", "spread", "samples", "how"], rows, right={1, 2, 3, 4})
+            + f"\nProvenance: {prov}.\n")
 
 
 SHAPER_CMD = ".venv/bin/python benchmarks/shaper.py"
@@ -232,7 +235,7 @@ STUDY_CMD = ("fedbw study experiments/privacy-overhead.toml "
 def _privacy_overhead(data: dict[str, Any]) -> str:
     """The privacy-overhead study's table, from the study.json it wrote."""
     from fedbw.report.study import COLUMNS, _cells
-    from fedbw.studies.result import StudyRow
+    from fedbw.results.study import StudyRow
 
     fields = set(StudyRow.__dataclass_fields__)
     rows = [StudyRow(**{k: v for k, v in r.items() if k in fields}) for r in data["rows"]]
@@ -342,3 +345,4 @@ for _name, _file, _cmd, _needs, _render in _rt.TABLES:
 # issue 11: docs/fidelity.md's emulation tables (renderers in report/emulation_table.py, registered on import).
 
 from fedbw.report import emulation_table as _et  # noqa: E402,F401
+from fedbw.report import cost_terms_table as _ct  # noqa: E402,F401

@@ -20,7 +20,7 @@ from fedbw.report.format import fmt_bytes, fmt_s
 from fedbw.report.terminal import COMPARISON_CAPTION, comparison_rows
 
 if TYPE_CHECKING:
-    from fedbw.compare import ComparedRun, RunSet
+    from fedbw.results.compared import ComparedRun, RunSet
 
 FIGURES_DIR = "figures"
 MAX_RUN_FIGURES = 6  #: per-run round charts beyond this many runs are left to each run's own rounds.png
@@ -245,7 +245,7 @@ def _page(runset: "RunSet", figures: list[Figure], target: float | None, title: 
 
 
 def _subtitle(runset: "RunSet") -> str:
-    from fedbw.sweeps.grid import describe_value
+    from fedbw.results.sweep_index import describe_value
 
     parts = []
     for path, index in runset.sweeps:

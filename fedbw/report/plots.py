@@ -18,7 +18,7 @@ from fedbw.results.host_record import HOST_BOUND_SHARE
 from fedbw.results.records import ClientRoundRecord, RoundRecord
 
 if TYPE_CHECKING:
-    from fedbw.compare import ComparedRun
+    from fedbw.results.compared import ComparedRun
     from fedbw.shaper.series import LinkSeries
 
 COLORS = {"download": "#4C72B0", "compute": "#55A868", "upload": "#C44E52", "framework": "#8172B2"}

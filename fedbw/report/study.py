@@ -12,7 +12,7 @@ from rich.table import Table
 from fedbw.report import tables
 from fedbw.report.format import fmt_bytes, fmt_s
 from fedbw.results.rundir import environment
-from fedbw.studies.result import StudyResult, StudyRow
+from fedbw.results.study import StudyResult, StudyRow
 
 COLUMNS = ("variant", "profile", "up/client", "down/client", "round 1", "round", "comm time", "framework", "comm", "ε",
            "ε terms", "clipped / wrapped", "accuracy", "up vs {baseline}")

@@ -13,11 +13,15 @@ from fedbw.report.format import fmt_bytes, fmt_s
 from fedbw.results.records import ClientRoundRecord, RoundRecord
 
 
-def new_table(title: str, columns: Sequence[str], left: Sequence[str] = ()) -> Table:
-    """A compact table: no wrapping inside cells, first column and ``left`` columns left-aligned."""
+def new_table(title: str, columns: Sequence[str], left: Sequence[str] = (), wrap: Sequence[str] = ()) -> Table:
+    """A compact table: no wrapping inside cells, first column and ``left`` columns left-aligned. ``wrap``:
+    prose columns that fold onto more lines and give up their width first, so that a narrow terminal never
+    cuts a key column (a name, a value) to an ellipsis."""
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for i, col in enumerate(columns):
-        t.add_column(col, justify="left" if i == 0 or col in left else "right", no_wrap=True)
+        prose = col in wrap
+        t.add_column(col, justify="left" if i == 0 or col in left or prose else "right", no_wrap=not prose,
+                     overflow="fold" if prose else "ellipsis", ratio=1 if prose else None)
     return t
 
 

@@ -14,9 +14,10 @@ from fedbw.report.format import fmt_bytes, fmt_s
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from fedbw.compare import ComparedRun, EstimateReport, SweepPoint
+    from fedbw.results.compared import ComparedRun
+    from fedbw.results.estimates import EstimateReport, SweepPoint
     from fedbw.results.summary import RunSummary
-    from fedbw.sweeps.index import SweepIndex
+    from fedbw.results.sweep_index import SweepIndex
     from fedbw.config import ExperimentConfig
     from fedbw.engines.base import RunResult
 
@@ -172,7 +173,7 @@ def _runs_table(title: str, first: str, labels: Sequence[str]) -> "Table":
 def render_grid_sweep(console: Console, sweep_dir: Path, index: "SweepIndex",
                       summaries: dict[int, "RunSummary | None"]) -> None:
     """A grid sweep's points: their values, status and headline figures; then where to look next."""
-    from fedbw.sweeps.grid import describe_value
+    from fedbw.results.sweep_index import describe_value
 
     keys = [a.key for a in index.grid]
     t = tables.new_table(f"Sweep {index.name} ({index.engine}): {len(index.points)} points",

@@ -12,8 +12,8 @@ from fedbw.errors import FedbwError, RunError
 from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
 from fedbw.links import profile_link
 from fedbw.studies.retime import RoundTraffic, retime, traffic_from_plan, traffic_from_run_dir
-from fedbw.studies.result import StudyResult, StudyRow
-from fedbw.studies.spec import Study, Variant
+from fedbw.results.study import StudyResult, StudyRow
+from fedbw.config.study import Study, Variant
 from fedbw.tomlvalue import format_value
 
 

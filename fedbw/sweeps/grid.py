@@ -9,27 +9,16 @@ read with :mod:`fedbw.tomlvalue` so ``--grid`` means what ``--set`` means (``hom
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Any
 
 from fedbw.errors import ConfigError
+from fedbw.results.sweep_index import GridAxis
 from fedbw.tomlvalue import format_value, parse_value, split_assignment
 
 #: Keys a sweep owns: every point's runs go into the sweep directory under the point's own name.
 RESERVED_KEYS = ("output_dir", "name")
 #: More points than this is almost surely a typo (a --range pasted into --grid); say so before running.
 MAX_POINTS = 10_000
-
-
-@dataclass(frozen=True)
-class GridAxis:
-    """One swept key and the values it takes, in the order given."""
-
-    key: str
-    values: tuple[Any, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "values": list(self.values)}
 
 
 def split_values(raw: str) -> list[str]:
@@ -88,35 +77,3 @@ def grid_points(axes: list[GridAxis]) -> list[dict[str, Any]]:
 def point_sets(overrides: dict[str, Any]) -> list[str]:
     """A point's overrides as the ``--set`` items they stand for."""
     return [f"{key}={format_value(value)}" for key, value in overrides.items()]
-
-
-def describe_value(value: Any) -> str:
-    """A value as a short label: strings bare, numbers compact, lists joined."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(describe_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}={describe_value(v)}" for k, v in value.items()) + "}"
-    return str(value)
-
-
-def point_label(overrides: dict[str, Any]) -> str:
-    """``home-30`` for a one-key grid, ``profile=home-30 · rounds=2`` for more (the keys' last parts)."""
-    if len(overrides) == 1:
-        return describe_value(next(iter(overrides.values())))
-    return " · ".join(f"{short_key(k, list(overrides))}={describe_value(v)}" for k, v in overrides.items())
-
-
-#: Last parts of keys that say nothing alone (``privacy.secagg.enabled`` is "secagg.enabled", not "enabled").
-_VAGUE = ("enabled", "mode", "name", "codec")
-
-
-def short_key(key: str, keys: list[str]) -> str:
-    """``key``'s last part, or its last two when that part is vague or shared with another key."""
-    parts = key.split(".")
-    last = parts[-1]
-    clash = sum(k.split(".")[-1] == last for k in keys) > 1
-    return ".".join(parts[-2:]) if (last in _VAGUE or clash) and len(parts) > 1 else last

@@ -17,8 +17,9 @@ from typing import Any, Callable, Protocol
 
 from fedbw.config import ExperimentConfig, load_config
 from fedbw.errors import ConfigError, FedbwError
-from fedbw.sweeps.grid import GridAxis, grid_points, parse_grid, point_sets
-from fedbw.sweeps.index import GridPoint, SweepIndex, is_sweep_dir, read_index, write_index
+from fedbw.results.sweep_index import GridAxis
+from fedbw.sweeps.grid import grid_points, parse_grid, point_sets
+from fedbw.results.sweep_index import GridPoint, SweepIndex, is_sweep_dir, read_index, write_index
 from fedbw.tomlvalue import format_value
 
 

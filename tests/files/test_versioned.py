@@ -67,7 +67,7 @@ def _calibration(tmp: Path):
 
 
 def _sweep(tmp: Path):
-    from fedbw.sweeps.index import SweepIndex, read_index, write_index
+    from fedbw.results.sweep_index import SweepIndex, read_index, write_index
 
     write_index(tmp, SweepIndex("s", "c.toml", "0" * 64, "estimate", [], [], [], "2026-12-04T00:00:00Z"))
     return tmp / "sweep.json", lambda: read_index(tmp)
@@ -107,10 +107,26 @@ def _emulate(tmp: Path):
     return path, lambda: read_summary(tmp)
 
 
+def _measured_messages(tmp: Path):
+    from fedbw.results.messages import read_messages, write_messages
+
+    path = write_messages(tmp / "cal.messages.jsonl", [], {"aggregation": []})
+    return path, lambda: read_messages(path)
+
+
+def _allreduce(tmp: Path):
+    from fedbw.results.compared import read_allreduce, write_allreduce
+    from fedbw.results.estimates import FabricEstimate
+
+    path = write_allreduce(tmp, "resnet18", [FabricEstimate("ib-ndr400", "IB", 8, 4.6e7, "ring", 0.002, 23.0, 40.0)])
+    return path, lambda: read_allreduce(tmp)
+
+
 CASES: dict[str, Case] = {
     "fedbw.records": _records, "fedbw.plan": _plan, "fedbw.events": _events, "fedbw.calibration": _calibration,
     "fedbw.sweep": _sweep, "fedbw.link-series": _link_series, "fedbw.shaper-ledger": _shaper_ledger,
-    "fedbw.emulate": _emulate,
+    "fedbw.emulate": _emulate, "fedbw.measured-messages": _measured_messages,
+    "fedbw.allreduce": _allreduce,
 }
 
 

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from fedbw.catalog import get_model
 from fedbw.config import load_config
+from fedbw.engines.estimate import estimate_fabrics
+from fedbw.results.compared import write_allreduce
 from fedbw.config.loading import config_to_dict
 from fedbw.results.host_record import HostRound
 from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord, StageRecord
@@ -34,6 +37,9 @@ def write_run(run_dir: Path, *, engine: str = "simulate", profile: str = "home-3
     run_dir.mkdir(parents=True)
     cfg = load_config(QUICKSTART, [f"network.profile={profile}", f'engine="{engine}"', *sets])
     (run_dir / "resolved_config.json").write_text(json.dumps(config_to_dict(cfg)))
+    dc = cfg.datacenter  # what the runner records of the data-center side
+    write_allreduce(run_dir, cfg.model.name, estimate_fabrics(get_model(cfg.model.name).params, dc.fabrics, dc.ranks,
+                                                              dc.grad_bytes_per_value))
     with RecordWriter(run_dir / "records.jsonl", run_id=run_dir.name, engine=engine) as w:
         for i, acc in enumerate(accuracies, start=1):
             stages = [StageRecord("fit", 1e6, 2e6, 0.2, compute_s, up_s)]

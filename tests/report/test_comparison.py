@@ -71,3 +71,16 @@ def test_epsilon_is_shown_with_its_sampling_adjacency_and_delta(tmp_path):
     value, context = dp.split(" ", 1)
     assert float(value) > 0 and context == "(fixed, replace-one, δ=1e-05)"
     assert rows["privacy"][1].startswith("DP central-server-fixed σ=")
+
+
+def test_compare_reads_the_allreduce_times_a_run_recorded_and_never_re_estimates(tmp_path, make_run, monkeypatch):
+    import fedbw.catalog
+
+    a = make_run(tmp_path / "a")
+    recorded = dict(_rows([a]))
+    monkeypatch.setattr(fedbw.catalog, "get_fabric", lambda name: (_ for _ in ()).throw(AssertionError(name)))
+    assert dict(_rows([a])) == recorded  # today's catalog is never asked about a finished run
+    (a / "allreduce.json").unlink()  # a run of an older fedbw
+    runs = load_runs([a])
+    assert not runs.runs[0].fabrics and any("no allreduce.json" in n for n in runs.runs[0].notes)
+    assert not any(k.startswith("÷ AllReduce") for k in _rows([a]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedbw.netmodel.flower import FRAMEWORK_PARTS
+from fedbw.flower_protocol import FRAMEWORK_PARTS
 from fedbw.report.framework_parts import as_emulate_times, deployment_parts_table, framework_parts_table
 
 MODEL_PARTS = {"supernode_poll_s": 1.0, "clientapp_start_s": 2.5, "app_other_s": 0.0, "reply_pickup_s": 0.25,

@@ -110,7 +110,7 @@ def test_report_refuses_foreign_or_empty_input_with_one_line(tmp_path, make_run)
 
 
 def test_a_sweep_report_says_which_points_are_left_out(tmp_path, make_run):
-    from fedbw.sweeps.index import read_index, write_index
+    from fedbw.results.sweep_index import read_index, write_index
 
     sweep_dir, _ = sweep(QUICKSTART, ["network.profile=home-30,home-80"],
                          [f'output_dir="{tmp_path}"', "training.rounds=1"], "estimate")

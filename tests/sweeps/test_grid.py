@@ -1,7 +1,8 @@
 import pytest
 
 from fedbw.errors import ConfigError
-from fedbw.sweeps.grid import grid_points, parse_grid, point_label, point_sets, short_key, split_values
+from fedbw.results.sweep_index import point_label, short_key
+from fedbw.sweeps.grid import grid_points, parse_grid, point_sets, split_values
 
 
 def test_values_split_at_top_level_commas_only():

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 import fedbw.runner
 from fedbw.cli import app
 from fedbw.cli.experiments import SweepBar
-from fedbw.sweeps.index import GridPoint
+from fedbw.results.sweep_index import GridPoint
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "experiments" / "quickstart.toml")

@@ -9,7 +9,7 @@ import pytest
 import fedbw.runner
 from fedbw.errors import ConfigError
 from fedbw.sweeps import prepare_sweep, read_index, sweep
-from fedbw.sweeps.index import write_index
+from fedbw.results.sweep_index import write_index
 from fedbw.sweeps.run import check_not_running
 
 ROOT = Path(__file__).resolve().parents[2]

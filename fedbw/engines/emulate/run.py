@@ -9,7 +9,6 @@ each other (:mod:`.hosts`, :mod:`.flower`).
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,13 +19,15 @@ from fedbw.engines.emulate.clients import clients_for_plan, drops_for_plan
 from fedbw.engines.emulate.fedbw_app import write_fedbw_app
 from fedbw.engines.emulate.federation import LOGS_DIR, EmulationResult, emulate_app, resolve_dilation
 from fedbw.engines.emulate.hosts import hosts_for
+from fedbw.engines.emulate.attribution import MessageTimes
 from fedbw.engines.emulate.recorder import RoundRecorder
-from fedbw.errors import ConfigError, RunError
+from fedbw.errors import RunError
 from fedbw.files.atomic import write_json_atomic
-from fedbw.files.versioned import EMULATE
+from fedbw.files.versioned import EMULATE, read_json
 from fedbw.fl.settings import EVENTS_FILE, PLAN_ENV, write_plan_file
 from fedbw.links import server_shaper_spec
 from fedbw.plan import Plan
+from fedbw.results.messages import MeasuredMessage, message_from_json
 from fedbw.results.records import RecordWriter
 
 SUMMARY_FILE = "emulate.json"
@@ -94,27 +95,29 @@ def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> 
         "host_bound_rounds": [r.round for r in recorder.rounds if r.host_bound],
         "link_bytes_up": {str(k): v for k, v in res.bytes_up.items()},
         "link_bytes_down": {str(k): v for k, v in res.bytes_down.items()},
-        "messages": [{"round": r, "client_id": t.client_id, "stage": t.stage, "bytes_down": t.bytes_down,
-                      "bytes_up": t.bytes_up, "flower_bytes_down": t.flower_bytes_down,
-                      "flower_bytes_up": t.flower_bytes_up, "t_down_s": t.t_down_s, "t_up_s": t.t_up_s,
-                      "t_compute_s": t.t_compute_s, "t_framework_s": t.t_framework_s, "total_s": t.total_s,
-                      "parts": t.parts, "bulk": t.bulk, "error": t.error, "objects_down": t.objects_down,
-                      "objects_up": t.objects_up, "process_start_s": t.process_start_s,
-                      "launch_s": t.launch_s, "t_receiving_s": t.t_receiving_s, "t_sent_s": t.t_sent_s,
-                      "t_host_s": t.t_host_s, "down_before_pushed_s": t.down_before_pushed_s}
-                     for r, t in recorder.messages],
+        "messages": [measured_message(r, t).to_json() for r, t in recorder.messages],
     }
     write_json_atomic(path, data, indent=1)  # whole or absent, also when the run is being interrupted
+
+
+def measured_message(round_: int, t: MessageTimes) -> MeasuredMessage:
+    """One message's times as the typed record calibration reads."""
+    return MeasuredMessage(
+        round=round_, client_id=t.client_id, stage=t.stage, bytes_down=t.bytes_down, bytes_up=t.bytes_up,
+        flower_bytes_down=t.flower_bytes_down, flower_bytes_up=t.flower_bytes_up, t_down_s=t.t_down_s,
+        t_up_s=t.t_up_s, t_compute_s=t.t_compute_s, t_framework_s=t.t_framework_s, total_s=t.total_s,
+        parts=dict(t.parts), bulk=dict(t.bulk), error=t.error, objects_down=t.objects_down, objects_up=t.objects_up,
+        process_start_s=t.process_start_s, launch_s=t.launch_s, t_receiving_s=t.t_receiving_s,
+        t_sent_s=t.t_sent_s, t_host_s=t.t_host_s, down_before_pushed_s=t.down_before_pushed_s)
+
+
+def read_messages_of_run(run_dir: Path) -> list[MeasuredMessage]:
+    """Every message a finished emulate run measured (its emulate.json, schema checked)."""
+    path = Path(run_dir) / SUMMARY_FILE
+    return [message_from_json(m, f"{path}: messages[{i}]") for i, m in enumerate(read_summary(run_dir)["messages"])]
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
     """A run directory's emulate.json, its schema checked: ConfigError naming the file when it is missing,
     damaged, or of another fedbw's layout (calibration and benchmarks read its messages)."""
-    path = Path(run_dir) / SUMMARY_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: not found; pass the directory of a finished `--engine emulate` run") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: unreadable ({exc}); the emulate result is damaged") from None
-    return dict(EMULATE.check(data, path))
+    return read_json(Path(run_dir) / SUMMARY_FILE, EMULATE, "pass the directory of a finished `--engine emulate` run")

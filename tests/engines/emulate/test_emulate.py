@@ -8,7 +8,7 @@ import pytest
 
 from fedbw.config import config_from_dict
 from fedbw.engines.emulate.attribution import match_messages, message_times, round_records
-from fedbw.netmodel.flower import FRAMEWORK_PARTS
+from fedbw.flower_protocol import FRAMEWORK_PARTS
 from fedbw.engines.emulate.clients import clients_for_plan, clients_for_profile, drops_for_plan, flap_trace
 from fedbw.engines.emulate.fedbw_app import write_fedbw_app
 from fedbw.engines.foreign_app import check_app_dir

@@ -106,7 +106,10 @@ def test_secagg_3_clients_2_rounds_through_shaped_links(tmp_path: Path) -> None:
         masked = next(s for s in c.stages if s.stage == "collect_masked_vectors")
         assert masked.t_up_s >= masked.bytes_up * 8 / (plan_up * 1e6) * 0.95
     run_dir = Path(result.run_dir)
-    assert (run_dir / "emulate.json").exists()
+    from fedbw.engines.emulate.run import read_messages_of_run
+
+    measured = read_messages_of_run(run_dir)  # emulate.json's messages are valid MeasuredMessage records
+    assert {m.stage for m in measured} == set(SECAGG_STAGES) and all(m.round >= 1 for m in measured)
     assert {"superlink.log", "client-0.log", "ledger.jsonl", "serverapp.log"} <= {
         p.name for p in (run_dir / "emulate-logs").iterdir()}
 

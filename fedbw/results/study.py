@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fedbw.studies.spec import Study
+from fedbw.config.study import Study
 
 
 @dataclass

@@ -3,7 +3,8 @@
 Why an index file: a sweep outlives the process that started it. The index is rewritten (atomically:
 a temporary file, then a rename) at every change of a point's status, so after a crash or Ctrl-C it
 says exactly which points finished, which one was cut short and which never started; ``--resume``,
-``fedbw compare`` and ``fedbw report`` read the same file.
+``fedbw compare`` and ``fedbw report`` read the same file. It lives in ``results/`` with the records,
+below the report that renders it (and with the labels of its points); ``fedbw.sweeps`` runs sweeps.
 """
 
 from __future__ import annotations
@@ -15,12 +16,54 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fedbw.errors import ConfigError
-from fedbw.files.versioned import SWEEP
-from fedbw.sweeps.grid import GridAxis, point_label
+from fedbw.files.versioned import SWEEP, read_json
 
 INDEX_NAME = "sweep.json"
 
 Status = Literal["pending", "running", "done", "failed", "interrupted"]
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    """One swept key and the values it takes, in the order given."""
+
+    key: str
+    values: tuple[Any, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "values": list(self.values)}
+
+
+def describe_value(value: Any) -> str:
+    """A value as a short label: strings bare, numbers compact, lists joined."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(describe_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={describe_value(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def point_label(overrides: dict[str, Any]) -> str:
+    """``home-30`` for a one-key grid, ``profile=home-30 · rounds=2`` for more (the keys' last parts)."""
+    if len(overrides) == 1:
+        return describe_value(next(iter(overrides.values())))
+    return " · ".join(f"{short_key(k, list(overrides))}={describe_value(v)}" for k, v in overrides.items())
+
+
+#: Last parts of keys that say nothing alone (``privacy.secagg.enabled`` is "secagg.enabled", not "enabled").
+_VAGUE = ("enabled", "mode", "name", "codec")
+
+
+def short_key(key: str, keys: list[str]) -> str:
+    """``key``'s last part, or its last two when that part is vague or shared with another key."""
+    parts = key.split(".")
+    last = parts[-1]
+    clash = sum(k.split(".")[-1] == last for k in keys) > 1
+    return ".".join(parts[-2:]) if (last in _VAGUE or clash) and len(parts) > 1 else last
 
 
 @dataclass
@@ -85,13 +128,7 @@ def write_index(sweep_dir: Path, index: SweepIndex) -> None:
 def read_index(sweep_dir: Path) -> SweepIndex:
     """The index of ``sweep_dir``; ConfigError naming the file when it is missing, damaged or foreign."""
     path = Path(sweep_dir) / INDEX_NAME
-    if not path.is_file():
-        raise ConfigError(f"{sweep_dir}: no {INDEX_NAME}; pass a sweep directory made by `fedbw sweep --grid`")
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc}); the sweep index is damaged") from None
-    SWEEP.check(d, path)
+    d = read_json(path, SWEEP, "pass a sweep directory made by `fedbw sweep --grid`")
     try:
         grid = [GridAxis(a["key"], tuple(a["values"])) for a in d["grid"]]
         points = [GridPoint(**p) for p in d["points"]]

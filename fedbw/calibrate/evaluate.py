@@ -1,0 +1,215 @@
+"""Which of the model's constants earn their place: bootstrap intervals and cross-validated ablation.
+
+Why: a constant fitted to noise moves predictions without describing Flower, and no in-sample residual
+shows it. Two checks on a calibration's own measured messages (never on a validation grid):
+
+* **interval** — the fit repeated on bootstrap resamples of the messages (drawn with replacement within
+  each calibration run, the aggregation timings likewise); the 5th and 95th percentiles of each constant;
+* **held-out error** — k-fold cross-validation: fit on k−1 folds, predict the held-out fold's spans
+  (:data:`FAMILIES`), each with the same expression the clock uses; then the same with one constant held at
+  0 and everything else refitted. A constant **earns its place** when its family's held-out error is lower
+  with it, by more than twice the standard error of that improvement across the folds.
+
+The verdict (docs/methodology.md): ``earns`` as above; ``goes`` when it does not and its interval reaches 0
+(a constant fitted to noise: removed from the model with its code, and named in
+:data:`fedbw.calibration.file.RETIRED`); ``unproven`` when it does not earn its place but its interval
+excludes 0 (a real cost the held-out spans cannot show: kept, and said so).
+
+Pure arithmetic on a measured-messages file: seconds, no Flower process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import statistics
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fedbw.calibrate.fit import (PROBE, REAL, SHAPED, SHAPED_MODEL, SHAPED_PROFILE, UNSHAPED, costs_of,
+                                 empty_pull_gaps, fit_all, from_receiving)
+from fedbw.netmodel.flower import MIB, FlowerCosts
+from fedbw.netmodel.terms import AGGREGATION, HOP, constants_of_terms
+from fedbw.results.messages import MeasuredMessage
+
+#: A prediction family: the spans one part of the clock predicts, as (measured, predicted) pairs.
+Family = Callable[[FlowerCosts, Sequence[MeasuredMessage], Sequence[Sequence[float]]], Iterator[tuple[float, float]]]
+
+
+def _unshaped_transfers(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
+    for m in msgs:
+        if m.run in (UNSHAPED, PROBE):
+            for d in ("down", "up"):
+                if getattr(m, f"objects_{d}"):
+                    yield getattr(m, f"t_{d}_s"), HOP.seconds(c, objects=getattr(m, f"objects_{d}"),
+                                                              nbytes=getattr(m, f"flower_bytes_{d}"))
+
+
+def _app_code(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
+    """"Receiving" → the app's code runs: the SuperExec's poll at its mean, the start, then the clock's way
+    to the app's code behind the measured download."""
+    from fedbw.netmodel.flower import app_code_runs_s
+
+    for m in msgs:
+        if m.run in (UNSHAPED, SHAPED) and m.process_start_s is not None:
+            _, t_received, t_app = from_receiving(m)
+            t_launch = c.superexec_poll_s / 2
+            yield t_app, app_code_runs_s(c, t_launch + c.clientapp_start_s, t_launch, 0.0, t_received,
+                                         max(1, m.objects_down), m.flower_bytes_down)
+
+
+def _shaped_downloads(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
+    from fedbw.catalog import get_model
+    from fedbw.links import profile_link
+    from fedbw.netmodel.flower import download_alone_s, objects_alone_s
+
+    link, shares = profile_link(SHAPED_PROFILE).model(), get_model(SHAPED_MODEL).array_shares
+    for m in msgs:
+        if m.run == SHAPED and m.t_down_s:
+            objects = objects_alone_s(c, m.flower_bytes_down, max(1, m.objects_down), link.down_bytes_per_s,
+                                      link.rtt_s, 1.0, shares)
+            yield m.t_down_s, download_alone_s(c, link.rtt_s, objects)
+
+
+def _empty_pulls(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
+    for gap in empty_pull_gaps([m for m in msgs if m.run == UNSHAPED], c):
+        yield gap, c.request_s
+
+
+def _app_setup(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
+    for m in msgs:
+        if m.run == REAL:
+            yield m.parts.get("app_other_s", 0.0), c.app_setup_s
+
+
+def _aggregation(c: FlowerCosts, _: object, samples: Sequence[Sequence[float]]) -> Iterator[tuple[float, float]]:
+    for k, mib, t in samples:
+        yield t, AGGREGATION.seconds(c, reply_bytes=k * mib * MIB)
+
+
+#: The spans the clock predicts from the constants, each with the expression it uses.
+FAMILIES: dict[str, Family] = {
+    "unshaped transfer": _unshaped_transfers, "ClientApp to the app's code": _app_code,
+    "shaped download": _shaped_downloads, "empty pull": _empty_pulls, "app set-up": _app_setup,
+    "aggregation": _aggregation,
+}
+#: The family each term's constants are judged on.
+FAMILY_OF_TERM = {"hop": "unshaped transfer", "local_copy": "ClientApp to the app's code",
+                  "clientapp_start": "ClientApp to the app's code", "clientapp_work": "ClientApp to the app's code",
+                  "node_download": "ClientApp to the app's code", "download_round_trips": "shaped download",
+                  "request": "empty pull", "app_setup": "app set-up", "aggregation": "aggregation"}
+
+
+@dataclass(frozen=True)
+class ConstantVerdict:
+    name: str
+    term: str
+    family: str
+    value: float  #: fitted on every message
+    low: float  #: bootstrap 5th percentile
+    high: float  #: bootstrap 95th percentile
+    error_with_s: float  #: held-out mean |error| of its family, all terms fitted
+    error_without_s: float  #: the same with this constant held at 0
+    improvement_s: float  #: mean over folds of (without − with)
+    improvement_se_s: float  #: its standard error over the folds
+    earns_place: bool
+    verdict: str  #: "earns" | "unproven" | "goes"
+
+
+def _mean_abs(pairs: Sequence[tuple[float, float]]) -> float:
+    return statistics.fmean(abs(a - b) for a, b in pairs) if pairs else float("nan")
+
+
+def _finite_mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return statistics.fmean(finite) if finite else float("nan")
+
+
+def _strata(messages: Sequence[MeasuredMessage]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for i, m in enumerate(messages):
+        out.setdefault(m.run, []).append(i)
+    return out
+
+
+def bootstrap(messages: Sequence[MeasuredMessage], aggregation: Sequence[Sequence[float]], resamples: int = 200,
+              seed: int = 0) -> dict[str, tuple[float, float]]:
+    """Each constant's 5th–95th percentile over fits of resampled messages (within each run) and timings."""
+    rng = random.Random(seed)
+    strata = _strata(messages)
+    draws: dict[str, list[float]] = {}
+    for _ in range(resamples):
+        picked = [messages[rng.choice(idx)] for idx in strata.values() for _ in idx]
+        agg = [aggregation[rng.randrange(len(aggregation))] for _ in aggregation]
+        for k, c in fit_all(picked, agg).items():
+            draws.setdefault(k, []).append(c.value)
+    out = {}
+    for k, values in draws.items():
+        values.sort()
+        out[k] = (values[int(0.05 * (len(values) - 1))], values[int(0.95 * (len(values) - 1))])
+    return out
+
+
+def _folds(n: int, k: int, rng: random.Random, strata: dict[str, list[int]] | None = None) -> list[set[int]]:
+    folds: list[set[int]] = [set() for _ in range(k)]
+    groups = list(strata.values()) if strata is not None else [list(range(n))]
+    for idx in groups:
+        idx = list(idx)
+        rng.shuffle(idx)
+        for j, i in enumerate(idx):
+            folds[j % k].add(i)
+    return folds
+
+
+def _held_out(messages: Sequence[MeasuredMessage], aggregation: Sequence[Sequence[float]], k: int, seed: int,
+              without: frozenset[str]) -> list[dict[str, float]]:
+    """Per fold: each family's mean |error| on the held-out messages, fitted on the rest."""
+    rng = random.Random(seed)
+    m_folds = _folds(len(messages), k, rng, _strata(messages))
+    a_folds = _folds(len(aggregation), k, rng)
+    out = []
+    for mf, af in zip(m_folds, a_folds):
+        train = [m for i, m in enumerate(messages) if i not in mf]
+        test = [m for i, m in enumerate(messages) if i in mf]
+        agg_train = [s for i, s in enumerate(aggregation) if i not in af]
+        agg_test = [s for i, s in enumerate(aggregation) if i in af]
+        costs = costs_of(fit_all(train, agg_train, without))
+        out.append({name: _mean_abs(list(family(costs, test, agg_test))) for name, family in FAMILIES.items()})
+    return out
+
+
+def evaluate(messages: Sequence[MeasuredMessage], aggregation: Sequence[Sequence[float]], folds: int = 5,
+             resamples: int = 200, seed: int = 0) -> tuple[list[ConstantVerdict], dict[str, float]]:
+    """Every fitted constant's verdict, and each family's held-out error with every term fitted."""
+    fitted = fit_all(messages, aggregation)
+    intervals = bootstrap(messages, aggregation, resamples, seed)
+    base = _held_out(messages, aggregation, folds, seed, frozenset())
+    owner = constants_of_terms()
+    verdicts = []
+    for name in sorted(fitted):
+        family = FAMILY_OF_TERM[owner[name]]
+        ablated = _held_out(messages, aggregation, folds, seed, frozenset({name}))
+        gains = [a[family] - b[family] for a, b in zip(ablated, base)
+                 if not (math.isnan(a[family]) or math.isnan(b[family]))]
+        mean = statistics.fmean(gains) if gains else float("nan")
+        se = statistics.stdev(gains) / len(gains) ** 0.5 if len(gains) > 1 else float("nan")
+        low, high = intervals.get(name, (fitted[name].value, fitted[name].value))
+        earns = bool(gains) and mean > 0 and mean > 2 * se
+        verdict = "earns" if earns else ("goes" if low <= 0.0 else "unproven")
+        verdicts.append(ConstantVerdict(name, owner[name], family, fitted[name].value, low, high,
+                                        _finite_mean([f[family] for f in base]),
+                                        _finite_mean([f[family] for f in ablated]), mean, se, earns, verdict))
+    families = {name: _finite_mean([f[name] for f in base]) for name in FAMILIES}
+    return verdicts, families
+
+
+def _finite(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def as_json(verdicts: Sequence[ConstantVerdict], families: dict[str, float], **meta: Any) -> dict[str, Any]:
+    """Plain JSON (NaN, for a family no message exercised, as null)."""
+    return {**meta, "constants": [{k: _finite(v) for k, v in dataclasses.asdict(x).items()} for x in verdicts],
+            "families_held_out_error_s": {k: _finite(v) for k, v in families.items()}}

@@ -1,0 +1,54 @@
+"""The constants' verdicts: a constant that describes the data earns its place on held-out error, one
+fitted to noise does not, and every interval holds its value."""
+
+from __future__ import annotations
+
+import random
+
+from fedbw.calibrate.evaluate import FAMILIES, FAMILY_OF_TERM, as_json, bootstrap, evaluate
+from fedbw.calibrate.fit import UNSHAPED
+from fedbw.netmodel.flower import MIB
+from fedbw.netmodel.terms import TERMS
+from fedbw.results.messages import MeasuredMessage
+
+HOP_MESSAGE_S, HOP_S_PER_MIB = 0.03, 0.02  #: the truth: no per-object cost at all
+
+
+def _transfers(n: int = 60, seed: int = 1) -> list[MeasuredMessage]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        objects, mib = rng.choice([(4, 0.1), (8, 0.5), (131, 45.0), (3, 4.0), (9, 32.0), (70, 12.0)])
+        t = HOP_MESSAGE_S + HOP_S_PER_MIB * mib + rng.gauss(0.0, 0.004)
+        out.append(MeasuredMessage(round=i, client_id=0, stage="train", bytes_down=mib * MIB, bytes_up=mib * MIB,
+                                   flower_bytes_down=mib * MIB, flower_bytes_up=mib * MIB, t_down_s=max(0.0, t),
+                                   t_up_s=max(0.0, t), t_compute_s=0.0, t_framework_s=0.0, total_s=2 * t, parts={},
+                                   objects_down=objects, objects_up=objects, run=UNSHAPED, model="m"))
+    return out
+
+
+def _aggregation() -> list[list[float]]:
+    return [[float(k), float(mib), 0.05 + 0.003 * k * mib] for mib in (1, 16, 64) for k in (2, 4, 8)]
+
+
+def test_a_real_cost_earns_its_place_and_noise_does_not() -> None:
+    verdicts, families = evaluate(_transfers(), _aggregation(), folds=5, resamples=40)
+    by = {v.name: v for v in verdicts}
+    assert by["hop_s_per_mib"].earns_place and by["hop_message_s"].earns_place
+    assert not by["hop_object_s"].earns_place  # the data has no per-object cost
+    assert by["hop_object_s"].low <= 0.0005  # its interval reaches (about) 0
+    assert by["aggregate_s_per_mib"].error_with_s < 1e-9 < by["aggregate_s_per_mib"].error_without_s  # exact data
+    assert by["hop_s_per_mib"].error_without_s > by["hop_s_per_mib"].error_with_s
+    assert families["unshaped transfer"] < 0.01 and families["empty pull"] != families["empty pull"]  # none: NaN
+    data = as_json(verdicts, families, folds=5)
+    assert data["families_held_out_error_s"]["empty pull"] is None  # NaN becomes null in JSON
+
+
+def test_the_intervals_are_the_bootstraps_and_repeatable_and_every_term_has_a_family() -> None:
+    msgs, agg = _transfers(), _aggregation()
+    intervals = bootstrap(msgs, agg, resamples=40)
+    verdicts, _ = evaluate(msgs, agg, folds=3, resamples=40)
+    for v in verdicts:
+        assert intervals[v.name] == (v.low, v.high) and v.low <= v.high
+    assert bootstrap(msgs, agg, resamples=40) == intervals  # seeded: the same every time
+    assert set(FAMILY_OF_TERM) == set(TERMS) and set(FAMILY_OF_TERM.values()) <= set(FAMILIES)
