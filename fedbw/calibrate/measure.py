@@ -216,9 +216,9 @@ def calibration_dilation(value: float | str = "auto") -> tuple[float, bool]:
     return k, capped and k > 1
 
 
-def measure(rounds: int = 4, step: Step = lambda what, i, n: None, command: str = "fedbw calibrate",
+def measure(rounds: int = 12, step: Step = lambda what, i, n: None, command: str = "fedbw calibrate",
             workdir: Path | None = None, dilation: float | str = "auto") -> Measurements:
-    """Run every measurement of the module docstring (15–20 minutes on 2 cores)."""
+    """Run every measurement of the module docstring (about 30 minutes on 2 cores at 12 rounds a run)."""
     from fedbw.engines.app_start import host_reference_s
     from fedbw.fl.privacy.costs import measure_secagg_costs
 

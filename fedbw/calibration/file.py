@@ -49,6 +49,9 @@ FRACTIONS = frozenset({"node_download_share"})
 #: aside in :attr:`Calibration.retired` instead of being refused.
 RETIRED = {
     "server_share": "fitted to 0 in every calibration (2026-12-03/04); removed with its fit and its 4-client run",
+    "hop_message_s": "held-out error no lower with it, its interval reaching 0: "
+                     "benchmarks/results/cost-terms-before-retiring.json",
+    "aggregate_base_s": "fitted to 0, its interval 0: benchmarks/results/cost-terms-before-retiring.json",
 }
 
 

@@ -133,7 +133,8 @@ def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
 def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--out", "-o",
                                             help="where to write the calibration file (TOML); its measured "
                                                  "messages go beside it (NAME.messages.jsonl)"),
-              rounds: int = typer.Option(4, "--rounds", min=2, help="rounds per measured run (more: tighter)"),
+              rounds: int = typer.Option(12, "--rounds", min=2, help="rounds per measured run: more, tighter intervals "
+                                                                     "(with 4, most constants cannot show their worth)"),
               dilation: str = typer.Option("auto", "--dilation",
                                            help='"auto": dilated by 2, the device capped to one core, where '
                                                 'cgroups allow; or K (1 = undilated)'),
@@ -143,7 +144,7 @@ def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--o
                                                 "process")) -> None:
     """Measure Flower's own costs on this machine (real Flower processes, one client at a time on unshaped
     loopback, then a shaped run) and write them as a calibration file for
-    `--calibration` (15–20 minutes on 2 cores), with every measured message beside it."""
+    `--calibration` (about 30 minutes on 2 cores), with every measured message beside it."""
     import shlex
     import sys
 

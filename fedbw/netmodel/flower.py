@@ -184,7 +184,7 @@ class DeploymentClock:
         t0 = lane.t_s
         ex = [Exchange(k.m, k.link, k.anchors[i], k.speed, k.members) for k in classes]
         # 1. the server pushes: the shared message body (the global model) goes to the SuperLink once
-        push_s = (c.hop_message_s + c.local_cpu_s(max(e.m.bytes_down for e in ex))) / server_cpu
+        push_s = c.local_cpu_s(max(e.m.bytes_down for e in ex)) / server_cpu
         t_pushed = t0 + push_s
         # 2. each SuperNode's pull (visible at once, objects once pushed); downloads share the server uplink
         for e in ex:
@@ -258,7 +258,7 @@ class DeploymentClock:
             if down:
                 solo = download_alone_s(c, e.link.rtt_s, objects_s, e.speed)
             else:  # the send's round trip and the content waits before the objects, then the objects
-                solo = f.start_s - e.t_sending + c.hop_message_s / e.speed + objects_s
+                solo = f.start_s - e.t_sending + objects_s
             alone = f.size_bytes / f.cap_bytes_per_s if f.cap_bytes_per_s > 0 else math.inf
             shared = solo + max(0.0, (end - f.start_s) - alone)
             if down:

@@ -38,7 +38,6 @@ class FlowerCosts:
     content_wait_s: float = 0.5
     # CPU costs (seconds), measured by `fedbw calibrate` on the calibration machine
     request_s: float = 0.012  #: one request's server-side work (an empty pull, a confirm)
-    hop_message_s: float = 0.03  #: per message per hop: tree building, metadata, confirm
     hop_object_s: float = 0.002  #: per object per hop: one POST's own work
     hop_s_per_mib: float = 0.02  #: per MiB per hop: (de)serialise, sha256 on every store, copy
     clientapp_start_s: float = 1.4  #: a flwr-clientapp process: Python, Flower and the app's imports
@@ -52,7 +51,6 @@ class FlowerCosts:
     #: round trips a download makes in series besides the message's pull, its confirm and its objects
     #: (requests before the first object and after the last), fitted from a shaped run
     download_round_trips: float = 0.0
-    aggregate_base_s: float = 0.06  #: server between stages: aggregate, configure, sample nodes
     aggregate_s_per_mib: float = 0.004  #: ... per MiB of replies aggregated
     #: SecAgg+'s crypto per primitive (keys, shares, masks), for the stages' client and server work
     secagg: SecAggCostConstants | None = None
@@ -146,4 +144,4 @@ def download_alone_s(c: FlowerCosts, rtt_s: float, objects_s: float, speed: floa
     """A download alone on its link: the pull's round trip, the message's hop work, the confirm's round trip
     and ``download_round_trips`` more in series, then its objects (``objects_s``). The clock lays every
     download with it and ``fedbw calibrate`` fits ``download_round_trips`` with it."""
-    return 2.0 * rtt_s + DOWNLOAD_ROUND_TRIPS.seconds(c, rtt_s=rtt_s) + c.hop_message_s / speed + objects_s
+    return 2.0 * rtt_s + DOWNLOAD_ROUND_TRIPS.seconds(c, rtt_s=rtt_s) + objects_s

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from fedbw.calibration.file import FRACTIONS, Calibration, Constant
+from fedbw.calibration.file import FRACTIONS, RETIRED, Calibration, Constant
 from fedbw.report.format import fmt_s
 from fedbw.report.tables import new_table
 
@@ -17,6 +17,14 @@ def fmt_constant(name: str, value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:.3g}" if name in UNITLESS else fmt_s(value)
+
+
+def retired_note(cal: Calibration) -> str:
+    """A line naming the constants the file holds that the model retired, and why ('' when none)."""
+    if not cal.retired:
+        return ""
+    items = "; ".join(f"`{k}` = {fmt_constant(k, v)} ({RETIRED[k]})" for k, v in sorted(cal.retired.items()))
+    return f"\nIn the file but retired from the model, so not used: {items}.\n"
 
 
 def fmt_interval(name: str, c: Constant) -> str:
@@ -41,3 +49,5 @@ def render_calibration(console: Console, cal: Calibration) -> None:
     if not how:
         t.caption = "how each constant was measured: the calibration file (`how`), or a terminal of 120 columns"
     console.print(t)
+    if cal.retired:
+        console.print(retired_note(cal).strip(), highlight=False)

@@ -119,14 +119,14 @@ def _fidelity_server_bound(data: dict[str, Any]) -> str:
 def _catalog_flower_costs(root: Path) -> str:
     from fedbw.calibration.file import default_calibration
     from fedbw.files.versioned import SCHEMA_KEY, VERSION_KEY
-    from fedbw.report.calibration import fmt_constant, fmt_interval
+    from fedbw.report.calibration import fmt_constant, fmt_interval, retired_note
 
     cal = default_calibration()
     rows = [[name, fmt_constant(name, c.value), fmt_interval(name, c), fmt_constant(name, c.spread), str(c.samples),
              c.how] for name, c in sorted(cal.constants.items())]
     prov = ", ".join(f"{k} {v}" for k, v in cal.provenance.items() if k not in (SCHEMA_KEY, VERSION_KEY))
     return (md_table(["constant", "value", "90 % interval", "spread", "samples", "how"], rows, right={1, 2, 3, 4})
-            + f"\nProvenance: {prov}.\n")
+            + f"\nProvenance: {prov}.\n" + retired_note(cal))
 
 
 SHAPER_CMD = ".venv/bin/python benchmarks/shaper.py"

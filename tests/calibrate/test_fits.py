@@ -21,14 +21,14 @@ def msg(**fields: object) -> MeasuredMessage:
 
 
 def test_hop_fit_recovers_per_message_object_and_mib_costs() -> None:
-    truth = (0.03, 0.004, 0.02)
+    truth = (0.004, 0.02)
     messages = []
     for objects, mib in ((4, 0.1), (8, 0.5), (70, 45.0), (3, 4.0), (9, 32.0)):
-        t = truth[0] + truth[1] * objects + truth[2] * mib
+        t = truth[0] * objects + truth[1] * mib
         messages.append(msg(**{"objects_down": objects, "objects_up": objects, "flower_bytes_down": mib * MIB,
                          "flower_bytes_up": mib * MIB, "t_down_s": t, "t_up_s": t}))
     fit = fit_hops(messages)
-    assert [fit[k].value for k in ("hop_message_s", "hop_object_s", "hop_s_per_mib")] == pytest.approx(truth, abs=1e-9)
+    assert [fit[k].value for k in ("hop_object_s", "hop_s_per_mib")] == pytest.approx(truth, abs=1e-9)
 
 
 def test_start_request_and_app_code_fits_separate_the_start_the_fixed_work_and_the_local_pull() -> None:
@@ -126,7 +126,7 @@ def test_download_round_trip_fit_recovers_the_requests_beyond_the_model() -> Non
     from fedbw.netmodel.objects import transfer_objects_s
     from fedbw.netmodel.transfer import ClientLink
 
-    costs = dataclasses.replace(FlowerCosts(), hop_object_s=0.006, hop_s_per_mib=0.006, hop_message_s=0.0)
+    costs = dataclasses.replace(FlowerCosts(), hop_object_s=0.006, hop_s_per_mib=0.006)
     link = ClientLink(28.7, 287.0, 0.025)
     nbytes, objects = 46.8e6, 131
     model = 2 * link.rtt_s + transfer_objects_s(nbytes, objects, link.down_bytes_per_s, link.rtt_s, 2,

@@ -15,19 +15,19 @@ from fedbw.cli import app
 from fedbw.netmodel.flower import MIB
 from fedbw.results.messages import MeasuredMessage
 
-HOP = (0.03, 0.004, 0.02)  #: per message, per object, per MiB
-AGGREGATE = (0.05, 0.003)  #: base, per MiB
+HOP = (0.004, 0.02)  #: per object, per MiB
+AGGREGATE = 0.003  #: per MiB of replies
 
 
 def _measurements() -> Measurements:
     msgs = []
     for i, (objects, mib) in enumerate(((4, 0.1), (8, 0.5), (70, 45.0), (3, 4.0), (9, 32.0))):
-        t = HOP[0] + HOP[1] * objects + HOP[2] * mib
+        t = HOP[0] * objects + HOP[1] * mib
         msgs.append(MeasuredMessage(round=i + 1, client_id=0, stage="train", bytes_down=mib * MIB, bytes_up=mib * MIB,
                                     flower_bytes_down=mib * MIB, flower_bytes_up=mib * MIB, t_down_s=t, t_up_s=t,
                                     t_compute_s=0.0, t_framework_s=0.0, total_s=2 * t, parts={},
                                     objects_down=objects, objects_up=objects, run=UNSHAPED, model="m"))
-    agg = [[float(k), float(mib), AGGREGATE[0] + AGGREGATE[1] * k * mib] for mib in (1, 16) for k in (2, 4)]
+    agg = [[float(k), float(mib), AGGREGATE * k * mib] for mib in (1, 16) for k in (2, 4)]
     return Measurements(msgs, agg, None, [1.5, 1.7, 1.6], 2.0, True, {"created_utc": "2026-12-04T23:00:00Z"})
 
 
@@ -48,9 +48,9 @@ def test_from_messages_fits_again_without_emulating(tmp_path: Path, monkeypatch:
     res = CliRunner().invoke(app, argv)
     assert res.exit_code == 0, res.output
     cal = read_calibration(tmp_path / "new.toml")
-    fitted = [cal.constants[k].value for k in ("hop_message_s", "hop_object_s", "hop_s_per_mib")]
+    fitted = [cal.constants[k].value for k in ("hop_object_s", "hop_s_per_mib")]
     assert fitted == pytest.approx(HOP, abs=1e-9)
-    assert cal.constants["aggregate_s_per_mib"].value == pytest.approx(AGGREGATE[1])
+    assert cal.constants["aggregate_s_per_mib"].value == pytest.approx(AGGREGATE)
     assert cal.constants["hop_s_per_mib"].interval is not None  # every fitted constant has its interval
     assert cal.provenance["host_reference_s"] == pytest.approx(1.6) and cal.provenance["dilation"] == 2.0
     assert "--from-messages" in cal.provenance["command"]

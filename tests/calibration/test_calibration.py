@@ -125,3 +125,16 @@ def test_download_round_trips_lengthen_downloads_only_by_that_many_round_trips()
         "fit", msg, {0: link}).messages[0]
     assert more.t_down_s == pytest.approx(base.t_down_s + 5 * 0.04)
     assert more.t_up_s == pytest.approx(base.t_up_s, abs=0.5)  # the upload's content waits may move a step
+
+
+def test_a_file_naming_a_retired_constant_reads_as_written_and_sets_it_aside(tmp_path: Path) -> None:
+    from fedbw.calibration.file import RETIRED
+
+    path = tmp_path / "old.toml"
+    path.write_text('[calibration]\nschema = "fedbw.calibration"\nschema_version = 2\n'
+                    "[constants.hop_message_s]\nvalue = 0.044\n[constants.hop_object_s]\nvalue = 0.004\n")
+    cal = read_calibration(path)
+    assert cal.retired == {"hop_message_s": 0.044} and set(cal.constants) == {"hop_object_s"}
+    assert cal.costs().hop_object_s == 0.004 and not hasattr(cal.costs(), "hop_message_s")
+    assert set(RETIRED) >= {"server_share", "hop_message_s", "aggregate_base_s"}
+    assert set(default_calibration().retired) == {"server_share", "hop_message_s", "aggregate_base_s"}

@@ -9,8 +9,8 @@ from fedbw.netmodel.stage import StageMessage
 from fedbw.netmodel.transfer import ClientLink
 
 #: Costs with every CPU term at zero: only Flower's intervals and the link remain.
-FREE = FlowerCosts(request_s=0.0, hop_message_s=0.0, hop_object_s=0.0, hop_s_per_mib=0.0, clientapp_start_s=0.0,
-                   clientapp_other_s=0.0, aggregate_base_s=0.0, aggregate_s_per_mib=0.0, local_s_per_mib=0.0)
+FREE = FlowerCosts(request_s=0.0, hop_object_s=0.0, hop_s_per_mib=0.0, clientapp_start_s=0.0,
+                   clientapp_other_s=0.0, aggregate_s_per_mib=0.0, local_s_per_mib=0.0)
 FAST = ClientLink(8000.0, 8000.0, 0.0)  # 1 GB/s each way, no round trip
 
 

@@ -14,8 +14,8 @@ from fedbw.netmodel.transfer import ClientLink
 MIB = 2**20
 #: Every CPU cost zero but moving bytes between local processes: 0.1 s per MiB, so the ServerApp's pull
 #: of a 1 MiB reply takes 0.1 s and the round's arithmetic stays checkable by hand.
-LOCAL_ONLY = FlowerCosts(request_s=0.0, hop_message_s=0.0, hop_object_s=0.0, hop_s_per_mib=0.0,
-                         clientapp_start_s=0.0, clientapp_other_s=0.0, aggregate_base_s=0.0,
+LOCAL_ONLY = FlowerCosts(request_s=0.0, hop_object_s=0.0, hop_s_per_mib=0.0,
+                         clientapp_start_s=0.0, clientapp_other_s=0.0, 
                          aggregate_s_per_mib=0.0, local_s_per_mib=0.1)
 FAST = ClientLink(8000.0, 8000.0, 0.0)  # 1 GB/s each way, no round trip
 SLOW = ClientLink(80.0, 80.0, 0.0)  # 10 MB/s

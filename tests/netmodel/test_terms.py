@@ -25,16 +25,16 @@ def test_every_cpu_constant_has_exactly_one_term() -> None:
 
 
 def test_a_terms_time_is_its_features_times_the_constants() -> None:
-    c = FlowerCosts(hop_message_s=0.03, hop_object_s=0.004, hop_s_per_mib=0.02, local_s_per_mib=0.01)
-    assert HOP.seconds(c, objects=10, nbytes=3 * MIB) == pytest.approx(0.03 + 0.04 + 0.06)
-    assert HOP.row(objects=10, nbytes=3 * MIB) == [1.0, 10.0, 3.0]
+    c = FlowerCosts(hop_object_s=0.004, hop_s_per_mib=0.02, local_s_per_mib=0.01)
+    assert HOP.seconds(c, objects=10, nbytes=3 * MIB) == pytest.approx(0.04 + 0.06)
+    assert HOP.row(objects=10, nbytes=3 * MIB) == [10.0, 3.0]
     assert c.local_cpu_s(2 * MIB) == LOCAL_COPY.seconds(c, nbytes=2 * MIB) == pytest.approx(0.02)
 
 
 def test_the_clock_moves_an_unshaped_message_in_exactly_the_hop_terms_time() -> None:
     """What the hop fit assumes of an unshaped transfer (loopback: no round trip, no rate limit) is what
     the clock lays: change one and this fails."""
-    c = FlowerCosts(hop_message_s=0.03, hop_object_s=0.004, hop_s_per_mib=0.02)
+    c = FlowerCosts(hop_object_s=0.004, hop_s_per_mib=0.02)
     nbytes, objects = 47e6, 131
     loopback = ClientLink(float("inf"), float("inf"), 0.0)
     st = DeploymentClock(c).run_stage("fit", [StageMessage(0, nbytes, nbytes, objects, objects)], {0: loopback})
