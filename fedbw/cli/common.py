@@ -8,13 +8,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.markup import escape
 
 from fedbw.config import ExperimentConfig
 from fedbw.errors import FedbwError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+#: The order `fedbw --help` lists the commands in: what a user needs first (run an experiment, answer
+#: without one, sweep, study, read and compare results), then the tools behind them.
+COMMAND_ORDER = ("run", "estimate", "sweep", "study", "report", "compare", "validate", "emulate", "simulate",
+                 "profiles", "models", "allreduce", "step", "calibrate", "shape", "docs")
+
+
+class _InUserOrder(typer.core.TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda n: (rank.get(n, len(rank)), names.index(n)))
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich", cls=_InUserOrder,
                   help="fedbw — how long federated rounds take on home uplinks, and what privacy costs.")
 # Piped output (files, CI logs) gets a wide console so tables are never cut; terminals keep their width.
 out = Console(width=None if sys.stdout.isatty() else 160)

@@ -40,3 +40,14 @@ def test_help_keeps_every_bracketed_phrase(name: str) -> None:
 def test_the_check_sees_a_lost_phrase() -> None:
     assert _squash("[tool.flwr.app]") not in _squash("(pyproject with )")
     assert "emulate" in _commands()
+
+
+def test_commands_are_listed_in_the_order_a_user_needs_them() -> None:
+    from fedbw.cli.common import COMMAND_ORDER
+
+    assert set(COMMAND_ORDER) == set(_commands()), "place every command in COMMAND_ORDER"
+    res = CliRunner().invoke(app, ["--help"], terminal_width=200)
+    listed = [line.split()[1] for line in res.output.splitlines()
+              if line.startswith("│ ") and len(line.split()) > 1 and line.split()[1] in COMMAND_ORDER]
+    assert listed[:6] == ["run", "estimate", "sweep", "study", "report", "compare"]
+    assert listed == list(COMMAND_ORDER)
