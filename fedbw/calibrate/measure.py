@@ -112,8 +112,9 @@ def read_measurements(path: str | Path) -> Measurements:
 def calibration_of(m: Measurements, command: str | None = None) -> Calibration:
     """The calibration the measurements give (fitted now, each constant with its bootstrap interval;
     ``command`` replaces the recorded one)."""
-    prov = {**m.provenance, **({"command": command} if command else {}), "dilation": m.dilation,
-            "devices_cpu_capped": m.capped}
+    prov = {**m.provenance, "dilation": m.dilation, "devices_cpu_capped": m.capped}
+    if command and command != m.provenance.get("command"):  # fitted again: keep how it was measured too
+        prov = {**prov, "measured_by": m.provenance.get("command", "?"), "command": command}
     if m.references:
         prov[HOST_REFERENCE] = statistics.median(m.references)
     secagg = SecAggCostConstants.from_json(m.secagg) if m.secagg else None

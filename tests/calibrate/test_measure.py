@@ -28,7 +28,8 @@ def _measurements() -> Measurements:
                                     t_compute_s=0.0, t_framework_s=0.0, total_s=2 * t, parts={},
                                     objects_down=objects, objects_up=objects, run=UNSHAPED, model="m"))
     agg = [[float(k), float(mib), AGGREGATE * k * mib] for mib in (1, 16) for k in (2, 4)]
-    return Measurements(msgs, agg, None, [1.5, 1.7, 1.6], 2.0, True, {"created_utc": "2026-12-04T23:00:00Z"})
+    return Measurements(msgs, agg, None, [1.5, 1.7, 1.6], 2.0, True, {"created_utc": "2026-12-04T23:00:00Z",
+                                                                       "command": "fedbw calibrate --out old.toml"})
 
 
 def test_measurements_round_trip(tmp_path: Path) -> None:
@@ -55,6 +56,7 @@ def test_from_messages_fits_again_without_emulating(tmp_path: Path, monkeypatch:
     assert cal.provenance["host_reference_s"] == pytest.approx(1.6) and cal.provenance["dilation"] == 2.0
     assert "--from-messages" in cal.provenance["command"]
     assert cal.provenance["created_utc"] == "2026-12-04T23:00:00Z"  # when measured, not when refitted
+    assert cal.provenance["measured_by"] == "fedbw calibrate --out old.toml"  # how it was measured, kept
 
 
 def test_a_damaged_messages_file_is_one_line(tmp_path: Path) -> None:
