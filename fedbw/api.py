@@ -150,18 +150,16 @@ def estimate(source: Any = None, *, set: Overrides = None) -> Run:  # noqa: A002
 
 
 def load(run_dir: str | Path) -> Run:
-    """A finished (or interrupted) run directory, or its records.jsonl, read back."""
+    """A finished (or interrupted) run directory, or its records.jsonl, read back as ``fedbw compare``
+    reads it (:func:`fedbw.compare.load_run`)."""
     import json
 
-    from fedbw.results.records import read_records
-    from fedbw.results.summary import summarize
+    from fedbw.compare import load_run
 
-    f = read_records(run_dir)
-    directory = f.path.parent
-    cfg_path = directory / "resolved_config.json"
-    cfg = json.loads(cfg_path.read_text(encoding="utf-8")) if cfg_path.is_file() else None
-    summary_path = directory / "summary.json"
-    stopped = json.loads(summary_path.read_text(encoding="utf-8")).get("stopped_early") \
-        if summary_path.is_file() else None
-    return Run(directory, f.rounds, f.clients, summarize(directory.name, f.clients, f.rounds), cfg, stopped,
-               list(f.notes))
+    run = load_run(Path(run_dir))
+    stopped = None
+    try:  # summary.json is the runner's, written last: a run killed before its finish has none
+        stopped = json.loads((run.path / "summary.json").read_text(encoding="utf-8")).get("stopped_early")
+    except (OSError, ValueError, AttributeError):
+        pass
+    return Run(run.path, run.rounds, run.clients, run.summary, run.config, stopped, run.notes)

@@ -135,11 +135,11 @@ def load_runs(paths: list[Path]) -> RunSet:
                     notes.append(f"{path.name}: point {p.index} ({p.label}) is {p.status}"
                                  + (f" ({p.error})" if p.error else "") + "; left out")
                     continue
-                runs.append(_load_run(path / p.run_dir, p.overrides))
+                runs.append(load_run(path / p.run_dir, p.overrides))
         elif path.is_dir() and not (path / "records.jsonl").exists():
             raise ConfigError(f"{path}: neither a run directory (no records.jsonl) nor a sweep (no sweep.json)")
         else:
-            runs.append(_load_run(path, {}))
+            runs.append(load_run(path))
     for r in runs:
         notes.extend(r.notes)
     if not runs:
@@ -148,7 +148,10 @@ def load_runs(paths: list[Path]) -> RunSet:
     return RunSet(runs, notes, sweeps)
 
 
-def _load_run(path: Path, overrides: dict[str, Any]) -> ComparedRun:
+def load_run(path: Path, overrides: dict[str, Any] | None = None) -> ComparedRun:
+    """One finished (or interrupted) run directory, or its records.jsonl, as compare, report and
+    :func:`fedbw.load` read it: records, their summary, the resolved config, the recorded AllReduce times.
+    ConfigError naming the file when it is damaged or no round finished."""
     import json
 
     from fedbw.results.records import read_records
@@ -167,7 +170,7 @@ def _load_run(path: Path, overrides: dict[str, Any]) -> ComparedRun:
     notes = list(f.notes)
     fabrics = _fabrics(run_dir, summary, notes)
     return ComparedRun(run_dir.name, run_dir, summary, config, privacy_label(config), fabrics, notes,
-                       dict(overrides), f.clients, f.rounds)
+                       dict(overrides or {}), f.clients, f.rounds)
 
 
 def privacy_label(config: dict[str, Any] | None) -> str:

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedbw.calibrate.fit import (PROBE, REAL, SHAPED, SHAPED_MODEL, SHAPED_PROFILE, UNSHAPED, costs_of,
-                                 empty_pull_gaps, fit_all, from_receiving)
+from fedbw.calibrate.fit import (PROBE, REAL, SHAPED, UNSHAPED, costs_of, empty_pull_gaps, fit_all, from_receiving,
+                                 shaped_link)
 from fedbw.netmodel.flower import MIB, FlowerCosts
 from fedbw.netmodel.terms import AGGREGATION, HOP, constants_of_terms
 from fedbw.results.messages import MeasuredMessage
@@ -61,11 +61,9 @@ def _app_code(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Ite
 
 
 def _shaped_downloads(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
-    from fedbw.catalog import get_model
-    from fedbw.links import profile_link
     from fedbw.netmodel.flower import download_alone_s, objects_alone_s
 
-    link, shares = profile_link(SHAPED_PROFILE).model(), get_model(SHAPED_MODEL).array_shares
+    link, shares = shaped_link()
     for m in msgs:
         if m.run == SHAPED and m.t_down_s:
             objects = objects_alone_s(c, m.flower_bytes_down, max(1, m.objects_down), link.down_bytes_per_s,

@@ -234,6 +234,14 @@ def fit_aggregation(samples: Sequence[Sequence[float]], without: frozenset[str] 
     return {k: Constant(float(v), spread, len(times), how) for k, v in zip(AGGREGATION.constants, x)}
 
 
+def shaped_link() -> tuple[Any, tuple[float, ...]]:
+    """The shaped run's link (its profile's model link) and its model's array shares."""
+    from fedbw.catalog import get_model
+    from fedbw.links import profile_link
+
+    return profile_link(SHAPED_PROFILE).model(), tuple(get_model(SHAPED_MODEL).array_shares)
+
+
 def costs_of(constants: dict[str, Constant]) -> FlowerCosts:
     """The model's costs with the constants fitted so far (Flower's intervals at their defaults)."""
     return FlowerCosts(**{k: c.value for k, c in constants.items()})
@@ -243,9 +251,6 @@ def fit_all(messages: Sequence[MeasuredMessage], aggregation: Sequence[Sequence[
             without: frozenset[str] = frozenset()) -> dict[str, Constant]:
     """Every constant from a calibration's messages, in the module's order. ``without``: constants held at
     0, the others fitted as if those terms did not exist (what :mod:`.evaluate` compares against)."""
-    from fedbw.catalog import get_model
-    from fedbw.links import profile_link
-
     by_run: dict[str, list[MeasuredMessage]] = {}
     for m in messages:
         by_run.setdefault(m.run, []).append(m)
@@ -259,8 +264,7 @@ def fit_all(messages: Sequence[MeasuredMessage], aggregation: Sequence[Sequence[
     add(fit_start(unshaped, costs_of(constants)))
     add(fit_request(unshaped, costs_of(constants)))
     add(fit_app_code(unshaped + shaped, costs_of(constants), without))
-    link, shares = profile_link(SHAPED_PROFILE).model(), get_model(SHAPED_MODEL).array_shares
-    add(fit_download_round_trips(shaped, costs_of(constants), link, shares))
+    add(fit_download_round_trips(shaped, costs_of(constants), *shaped_link()))
     add(fit_app_setup(by_run.get(REAL, [])))
     add(fit_aggregation(aggregation, without))
     return constants

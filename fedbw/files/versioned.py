@@ -13,9 +13,11 @@ The head is the first line of a JSON-lines file, the top object of a JSON file, 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fedbw.errors import ConfigError, FedbwError
@@ -66,9 +68,6 @@ class FileFormat:
 def read_json(path: str | os.PathLike[str], fmt: FileFormat, missing: str) -> dict[str, Any]:
     """A whole-JSON file of format ``fmt``, its head checked; ConfigError naming the file when it is absent
     (with ``missing``: what to pass instead), unreadable, not JSON, or another format or version."""
-    import json
-    from pathlib import Path
-
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
