@@ -89,6 +89,15 @@ class Plan:
                     ex.stage, sa.num_shares, self.model.params, crypto, sa.reconstruction_threshold))
                 if ex.stage in SECAGG_COST_STAGES else ex for ex in exchanges]
 
+    def model_stamp(self) -> dict[str, str | None]:
+        """What makes this plan's model numbers, for every result built on them: the model's version (a hash
+        of its code) and the calibration's fingerprint (None: links only, no Flower costs)."""
+        from fedbw.calibration.file import calibration_fingerprint
+        from fedbw.netmodel.version import model_version
+
+        return {"model_version": model_version(),
+                "calibration": None if self.costs is None else calibration_fingerprint(self.costs)}
+
     def deployment_clock(self) -> DeploymentClock | None:
         """A fresh clock for laying this plan's rounds out in a Flower deployment (None: links only)."""
         if self.costs is None:

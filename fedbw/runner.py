@@ -28,7 +28,8 @@ def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> Ru
     write_run_metadata(run_dir, cfg, device=describe_device(device) if device else None)
     _record_allreduce(run_dir, cfg, plan)
     try:
-        with RecordWriter(run_dir / "records.jsonl", run_id=run_id, engine=cfg.engine) as writer:
+        with RecordWriter(run_dir / "records.jsonl", run_id=run_id, engine=cfg.engine,
+                          model=plan.model_stamp() if cfg.engine != "emulate" else None) as writer:
             result = _run_engine(cfg, plan, run_id, writer, progress)
     except BaseException as exc:
         # failed or interrupted: the finished rounds are on disk; summarise and plot them anyway,

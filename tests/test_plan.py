@@ -5,6 +5,7 @@ import pytest
 from fedbw.config import config_from_dict
 from fedbw.errors import ConfigError
 from fedbw.plan import build_plan
+from fedbw.netmodel.spread import DRAWS
 
 
 def test_sampling_is_seeded_and_without_replacement():
@@ -76,9 +77,11 @@ def test_the_deployment_clock_averages_the_unknown_phases_unless_told_otherwise(
     round at their mean, "sampled" draws them; framework = "none" has no clock."""
     base = {"engine": "estimate", "clients": {"total": 4, "per_round": 2, "compute": "synthetic"}}
     clock = build_plan(config_from_dict(base)).deployment_clock()
-    assert clock is not None and clock.phase == "averaged" and len(clock.lanes) == 8
+    assert clock is not None and clock.phase == "averaged" and clock.central == 8
+    # the shipped calibration gives intervals: the spread lanes lay the same 8 phases out per draw of its constants
+    assert len(clock.lanes) == 8 * (1 + DRAWS)
     one = build_plan(config_from_dict({**base, "deployment": {"poll_phase": "expected"}})).deployment_clock()
-    assert one is not None and len(one.lanes) == 1
+    assert one is not None and one.central == 1 and len(one.lanes) == 1 + DRAWS
     assert build_plan(config_from_dict({**base, "framework": "none"})).deployment_clock() is None
     with pytest.raises(ConfigError, match="poll_phase"):
         config_from_dict({**base, "deployment": {"poll_phase": "median"}})

@@ -77,7 +77,19 @@ class Calibration:
     retired: dict[str, float] = field(default_factory=dict)  #: constants of :data:`RETIRED` the file names
 
     def costs(self) -> FlowerCosts:
-        return FlowerCosts(**{k: c.value for k, c in self.constants.items()}, secagg=self.secagg)
+        """The model's constants, each fitted constant's interval beside them (the clock's spread lanes)."""
+        intervals = tuple((k, c.interval[0], c.interval[1]) for k, c in sorted(self.constants.items())
+                          if c.interval is not None)
+        return FlowerCosts(**{k: c.value for k, c in self.constants.items()}, secagg=self.secagg,
+                           intervals=intervals)
+
+    @property
+    def fingerprint(self) -> str:
+        """What the model reads from this calibration, hashed (``c-`` and 12 hex digits): every constant's
+        value and interval and the SecAgg+ primitives, not the provenance or the file's layout. Results
+        record it beside the model's version, so two results made with different constants never pass
+        as one (a file rescaled to a host's speed is another calibration)."""
+        return calibration_fingerprint(self.costs())
 
 
 def read_calibration(path: str | Path) -> Calibration:
@@ -145,7 +157,9 @@ def at_host_speed(cal: Calibration, reference_s: float) -> Calibration:
         raise ConfigError(f"{cal.source}: no host reference ({HOST_REFERENCE}) to rescale from; "
                           "recalibrate with this fedbw (`fedbw calibrate`)")
     factor = reference_s / own
-    consts = {k: c if k in FRACTIONS else dataclasses.replace(c, value=c.value * factor)
+    consts = {k: c if k in FRACTIONS else dataclasses.replace(
+                  c, value=c.value * factor,
+                  interval=None if c.interval is None else (c.interval[0] * factor, c.interval[1] * factor))
               for k, c in cal.constants.items()}
     secagg = None
     if cal.secagg is not None:
@@ -183,6 +197,16 @@ def load_costs(path: str | None) -> FlowerCosts:
     if path is None:
         return default_calibration().costs()
     return read_calibration(path).costs()
+
+
+def calibration_fingerprint(costs: FlowerCosts) -> str:
+    """The fingerprint of the constants ``costs`` holds (:attr:`Calibration.fingerprint`): the same for a
+    plan's costs and for the file they were read from."""
+    import hashlib
+    import json
+
+    text = json.dumps(dataclasses.asdict(costs), sort_keys=True, default=list)
+    return "c-" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def default_calibration() -> Calibration:

@@ -36,6 +36,10 @@ def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int
         extra["framework_parts_s"] = timeline.framework_parts_s
     if plan.server.limits:
         extra["server_link_s"] = timeline.server_link_s
+    spread = timeline.round_quantiles_s
+    if spread is not None:
+        round_fields.setdefault("round_interval_s", (spread[0], spread[2]))
+        round_fields.setdefault("round_median_s", spread[1])
     rnd = RoundRecord(
         run_id=run_id, engine=engine, round=round_index, num_clients=len(clients),
         round_time_s=timeline.round_time_s, comm_time_s=timeline.comm_time_s,

@@ -36,6 +36,9 @@ class FileFormat:
     version: int
     noun: str  #: e.g. "records file", used in error messages
     remedy: str  #: what to do with a file of another version, e.g. "rerun the experiment"
+    #: older versions this fedbw still reads: the newer one only added optional fields, so an old file
+    #: reads as it was written (the readers give the new fields their defaults)
+    also_reads: tuple[int, ...] = ()
 
     def stamp(self) -> dict[str, Any]:
         """The two keys to merge into a new file's head."""
@@ -50,7 +53,7 @@ class FileFormat:
                 return f"{where}: a {found!r} file, not a fedbw {self.noun} ({self.schema!r})"
             return f"{where}: not a fedbw {self.noun} (no {self.schema!r} schema at its head); {self.remedy}"
         version = head.get(VERSION_KEY)
-        if version != self.version:
+        if version != self.version and version not in self.also_reads:
             return (f"{where}: {self.noun} of schema version {version!r}, this fedbw reads version "
                     f"{self.version}; {self.remedy}")
         return None
@@ -83,16 +86,19 @@ def read_json(path: str | os.PathLike[str], fmt: FileFormat, missing: str) -> di
 FORMATS: dict[str, FileFormat] = {}
 
 
-def register(schema: str, version: int, noun: str, remedy: str) -> FileFormat:
+def register(schema: str, version: int, noun: str, remedy: str, also_reads: tuple[int, ...] = ()) -> FileFormat:
     """Declare a format (once per schema name) and return it."""
     if schema in FORMATS:
         raise ValueError(f"file format {schema!r} declared twice")
-    fmt = FileFormat(schema, version, noun, remedy)
+    fmt = FileFormat(schema, version, noun, remedy, also_reads)
     FORMATS[schema] = fmt
     return fmt
 
 
-RECORDS = register("fedbw.records", 2, "records file", "read it with the fedbw that wrote it, or rerun the experiment")
+#: records 3 added each model round's interval (``round_interval_s``, ``round_median_s``) and the header's
+#: ``model`` (the model's version and the calibration's fingerprint): version 2 files still read
+RECORDS = register("fedbw.records", 3, "records file", "read it with the fedbw that wrote it, or rerun the experiment",
+                   also_reads=(2,))
 PLAN = register("fedbw.plan", 2, "plan", "rerun the engine with this fedbw")
 EVENTS = register("fedbw.events", 2, "event log",
                   "the apps and the engine come from different fedbw versions; reinstall fedbw")

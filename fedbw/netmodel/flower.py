@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from fedbw.netmodel.flower_costs import (MIB, FlowerCosts, app_code_runs_s, backoff_until, costs_from_json,  # noqa: F401
                                          download_alone_s, objects_alone_s, pull_behind)
 from fedbw.netmodel.sharing import Flow, finish_times
+from fedbw.netmodel.spread import DRAWS, cost_draws
 from fedbw.netmodel.terms import CLIENTAPP_START, REQUEST
 from fedbw.netmodel.stage import Exchange, ExchangeClass, MessageTiming, StageMessage, StageTiming, mean_stage
 from fedbw.netmodel.transfer import ClientLink
@@ -60,12 +61,13 @@ class _Lane:
     its last reply; absent: idle since it started) and the phase of its unknown polls (None: their mean or
     a draw)."""
 
-    __slots__ = ("t_s", "anchors", "u")
+    __slots__ = ("t_s", "anchors", "u", "costs")
 
-    def __init__(self, u: float | None) -> None:
+    def __init__(self, u: float | None, costs: FlowerCosts) -> None:
         self.t_s = 0.0
         self.anchors: dict[int, float] = {}
         self.u = u
+        self.costs = costs  #: the constants this lane runs on: the calibration's, or a draw from their intervals
 
 
 class DeploymentClock:
@@ -78,10 +80,15 @@ class DeploymentClock:
     from ``random.Random(seed)``. Each client draws its own phases, and a stage waits for its slowest
     client: a class of n clients alike is laid out as its slowest member, whose phase is the largest of n
     uniform ones (quantile u^(1/n) in lane u, mean n/(n + 1) of the interval in ``"expected"``).
+
+    Beside these lanes, whose mean is the stage, *spread lanes* lay the same phases out with the constants
+    drawn ``draws`` times from the calibration's intervals (:mod:`fedbw.netmodel.spread`; none when the
+    costs carry no intervals): every lane's stage span is kept (:attr:`StageTiming.lane_spans_s`), and a
+    round's interval is the quantiles of all lanes' rounds.
     """
 
     def __init__(self, costs: FlowerCosts, phase: str = "expected", seed: int = 0,
-                 lanes: int = AVERAGED_LANES, array_shares: Sequence[float] = ()) -> None:
+                 lanes: int = AVERAGED_LANES, array_shares: Sequence[float] = (), draws: int = DRAWS) -> None:
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         if lanes < 1:
@@ -90,12 +97,17 @@ class DeploymentClock:
         #: the model's arrays as fractions of its values (how a message's bytes split into objects)
         self.array_shares = tuple(array_shares)
         self.rng = random.Random(f"{seed}:flower-phases")
-        self.lanes = [_Lane((q + 0.5) / lanes) for q in range(lanes)] if phase == "averaged" else [_Lane(None)]
+        phases = [(q + 0.5) / lanes for q in range(lanes)] if phase == "averaged" else [None]
+        self.lanes = [_Lane(u, costs) for u in phases]
+        #: the lanes whose mean is the stage; the rest are the spread lanes
+        self.central = len(self.lanes)
+        self.lanes += [_Lane(u, drawn) for drawn in cost_draws(costs, draws, seed) for u in phases]
 
     @property
     def t_s(self) -> float:
-        """The clock's time: the end of the last stage (the lanes' mean)."""
-        return sum(lane.t_s for lane in self.lanes) / len(self.lanes)
+        """The clock's time: the end of the last stage (the central lanes' mean)."""
+        central = self.lanes[:self.central]
+        return sum(lane.t_s for lane in central) / len(central)
 
     def _phase(self, width_s: float, lane: _Lane, members: int) -> float:
         """A wait for an unknown phase within ``width_s``: the slowest of ``members`` clients alike (the
@@ -110,7 +122,7 @@ class DeploymentClock:
     def _pull_time(self, lane: _Lane, e: Exchange, t_visible_s: float) -> float:
         """When the SuperNode's pull that finds a message visible from ``t_visible_s`` starts: its pulls
         start every sleep + one empty pull's round trip."""
-        period = self.costs.supernode_idle_poll_s + e.link.rtt_s + REQUEST.seconds(self.costs)
+        period = lane.costs.supernode_idle_poll_s + e.link.rtt_s + REQUEST.seconds(lane.costs)
         if e.anchor_s is None:  # idle since it registered: its grid's phase is unknown
             return t_visible_s + self._phase(period, lane, e.count)
         return next_grid_point(e.anchor_s, period, t_visible_s)
@@ -163,7 +175,9 @@ class DeploymentClock:
         lanes = [self._lay_stage(lane, i, stage, classes, server_up_bytes_per_s, server_down_bytes_per_s,
                                  server_cpu, server_extra_s, aggregate)
                  for i, lane in enumerate(self.lanes)]
-        st = lanes[0] if len(lanes) == 1 else mean_stage(lanes)
+        central = lanes[:self.central]
+        st = central[0] if len(central) == 1 else mean_stage(central)
+        st.lane_spans_s = [lane.t_end_s - lane.t_start_s for lane in lanes]
         # the ServerApp pulls a class's replies one after another from its class's start: each member's own
         pull_each = [self.costs.local_cpu_s(k.m.bytes_up) / server_cpu for k in classes]
         batch = [t.t_replied_s - p for t, p in zip(st.classes, pull_each)]  # a class's first pull starts
@@ -180,7 +194,7 @@ class DeploymentClock:
                    aggregate: bool) -> StageTiming:
         """One lane's stage, class by class (``i``: the lane's index in the classes' anchors); each class's
         ``t_replied_s`` is its first member's, the clients' own are filled in by :meth:`run_stage`."""
-        c = self.costs
+        c = lane.costs
         t0 = lane.t_s
         ex = [Exchange(k.m, k.link, k.anchors[i], k.speed, k.members) for k in classes]
         # 1. the server pushes: the shared message body (the global model) goes to the SuperLink once
@@ -189,7 +203,7 @@ class DeploymentClock:
         # 2. each SuperNode's pull (visible at once, objects once pushed); downloads share the server uplink
         for e in ex:
             e.t_pull = backoff_until(self._pull_time(lane, e, t0), t_pushed, c)
-        self._transfer(ex, "down", server_up_bytes_per_s, server_cpu)
+        self._transfer(c, ex, "down", server_up_bytes_per_s, server_cpu)
         # 3-4. the SuperExec (polling) launches a ClientApp process at "Receiving"; it pulls the message
         #      from the SuperNode (backing off if the download is not done), runs, hands the reply back;
         #      the SuperNode's reply poll, anchored at "Received", notices it
@@ -205,13 +219,13 @@ class DeploymentClock:
             polls = math.ceil((e.t_done - e.t_received) / c.reply_poll_s - 1e-12)
             e.t_sending = e.t_received + max(polls, 0) * c.reply_poll_s
         # 5. uploads share the server's downlink; each SuperNode pulls again at once after its reply
-        self._transfer(ex, "up", server_down_bytes_per_s, server_cpu)
+        self._transfer(c, ex, "up", server_down_bytes_per_s, server_cpu)
         anchors = lane.anchors
         for e in ex:
             anchors.update(dict.fromkeys(e.members, e.t_sent))
         # 6. the ServerApp polls from its push on; every reply in: aggregate
         pull_each = [c.local_cpu_s(e.m.bytes_up) / server_cpu for e in ex]
-        starts = self._serverapp_polls(ex, pull_each, t_pushed)
+        starts = self._serverapp_polls(c, ex, pull_each, t_pushed)
         t_last = max(t + p * e.count for t, p, e in zip(starts, pull_each, ex))
         agg_s = c.aggregate_s(sum(e.m.bytes_up * e.count for e in ex)) / server_cpu if aggregate else 0.0
         t_end = t_last + agg_s + server_extra_s
@@ -226,7 +240,7 @@ class DeploymentClock:
                                               "extra_s": server_extra_s}, timings,
                            t_sent_s=[e.t_sent for e in ex])
 
-    def _transfer(self, ex: list[Exchange], direction: str, server_bytes_per_s: float,
+    def _transfer(self, c: FlowerCosts, ex: list[Exchange], direction: str, server_bytes_per_s: float,
                   server_cpu: float = 1.0) -> None:
         """Lay every class's transfer in ``direction`` on its own link and the shared server link.
 
@@ -239,7 +253,6 @@ class DeploymentClock:
         CPU, shared by transfers in service together, is not a term: fitted from four clients whose
         transfers overlapped, its share was 0 in every calibration, and it was removed with its run.)
         """
-        c = self.costs
         down = direction == "down"
         starts = []
         for e in ex:
@@ -266,12 +279,12 @@ class DeploymentClock:
             else:
                 e.t_up, e.t_up_alone = shared, solo
 
-    def _serverapp_polls(self, ex: list[Exchange], pull_each: list[float], t_pushed: float) -> list[float]:
+    def _serverapp_polls(self, c: FlowerCosts, ex: list[Exchange], pull_each: list[float],
+                         t_pushed: float) -> list[float]:
         """When the ServerApp starts pulling each class's replies: it pulls right after its push, then a poll
         interval after the end of each pull, taking every reply the SuperLink knows, one after another (a
         class's members, visible together, one after another at ``pull_each`` apiece); a reply still
         uploading is pulled object by object behind its upload (:func:`pull_behind`)."""
-        c = self.costs
         # classes in the order their replies reach the SuperLink (ties: the order of their first members)
         order = sorted(range(len(ex)), key=[e.t_sending for e in ex].__getitem__)
         starts = [0.0] * len(ex)

@@ -54,6 +54,9 @@ class FlowerCosts:
     aggregate_s_per_mib: float = 0.004  #: ... per MiB of replies aggregated
     #: SecAgg+'s crypto per primitive (keys, shares, masks), for the stages' client and server work
     secagg: SecAggCostConstants | None = None
+    #: the fitted constants' 5th–95th percentile intervals (name, low, high) from their calibration's
+    #: bootstrap: the clock's spread lanes draw constants from them (:mod:`fedbw.netmodel.spread`)
+    intervals: tuple[tuple[str, float, float], ...] = ()
 
     def hop_cpu_s(self, objects: int, nbytes: float) -> float:
         """CPU time of moving one message of ``objects`` objects over one hop (both ends): the hop term."""
@@ -72,7 +75,9 @@ def costs_from_json(data: Mapping[str, object]) -> FlowerCosts:
     """FlowerCosts from ``dataclasses.asdict`` of one (the plan file carries them so)."""
     d = dict(data)
     crypto = d.pop("secagg", None)
-    return FlowerCosts(**d, secagg=None if crypto is None else SecAggCostConstants.from_json(crypto))  # type: ignore[arg-type]
+    intervals = tuple((str(k), float(lo), float(hi)) for k, lo, hi in d.pop("intervals", ()))  # type: ignore[attr-defined]
+    return FlowerCosts(**d, secagg=None if crypto is None else SecAggCostConstants.from_json(crypto),  # type: ignore[arg-type]
+                       intervals=intervals)
 
 
 def backoff_until(t_attempt_s: float, t_available_s: float, costs: FlowerCosts) -> float:

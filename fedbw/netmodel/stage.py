@@ -91,6 +91,8 @@ class StageTiming:
     class_of: list[int] = field(default_factory=list)  #: each client's index in ``classes``
     t_replied_s: list[float] = field(default_factory=list)  #: each client's reply at the ServerApp (absolute)
     t_sent_s: list[float] = field(default_factory=list)  #: per class: the upload's last byte at the SuperLink
+    #: every lane's span of the stage, the central lanes first, then the spread lanes (the clock's lanes)
+    lane_spans_s: list[float] = field(default_factory=list)
 
     @property
     def messages(self) -> list[MessageTiming]:

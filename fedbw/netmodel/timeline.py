@@ -24,6 +24,7 @@ from fedbw.netmodel.flower import DeploymentClock
 from fedbw.netmodel.stage import StageMessage, StageTiming
 from fedbw.netmodel.payload import MessageSizes
 from fedbw.netmodel.sharing import Flow, finish_times
+from fedbw.netmodel.spread import INTERVAL, quantiles
 from fedbw.netmodel.transfer import ClientLink, mbps_to_bytes_per_s, transfer_time_s
 
 #: Communication above this share of the round means the workload is bandwidth-bound.
@@ -90,6 +91,17 @@ class RoundTimeline:
     #: a stage's duration when it is more than its slowest client (server push, pulls, aggregation)
     stage_spans_s: dict[str, float] = field(default_factory=dict)
     server_s: dict[str, float] = field(default_factory=dict)  #: server work summed over the stages
+    #: the round in each of the clock's lanes (phases × constants' draws; empty without Flower's costs)
+    lane_round_s: list[float] = field(default_factory=list)
+
+    @property
+    def round_quantiles_s(self) -> tuple[float, float, float] | None:
+        """The round's 10th, 50th and 90th percentile over Flower's unknown poll phases and the constants'
+        intervals (:mod:`fedbw.netmodel.spread`); None for a links-only round, which has no spread."""
+        if not self.lane_round_s:
+            return None
+        low, mid, high = quantiles(self.lane_round_s, INTERVAL)
+        return low, mid, high
 
     def _barriers(self) -> dict[str, ClientStageTiming]:
         """Each stage's barrier-holder (the first of its slowest clients), found in one pass over the
@@ -277,6 +289,9 @@ def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageS
                              aggregate=any(ex.computes for _, _, _, ex in items))
         timeline.timings += _stage_timings(stage, st, items)
         timeline.stage_spans_s[stage] = st.t_end_s - st.t_start_s
+        if st.lane_spans_s:  # a stage nobody takes part in has no lanes
+            lanes = timeline.lane_round_s
+            timeline.lane_round_s = [a + b for a, b in zip(lanes, st.lane_spans_s)] if lanes else list(st.lane_spans_s)
         for k, v in st.server_s.items():
             server_totals[k] = server_totals.get(k, 0.0) + v
     timeline.server_s = server_totals

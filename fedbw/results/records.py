@@ -15,7 +15,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Literal, Sequence
+from typing import IO, Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as validated
@@ -140,6 +140,10 @@ class RoundRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     privacy: PrivacyRound | None = None  #: ε's sampling, adjacency and δ; SecAgg+ clipping and wrapping
     host: HostRound | None = None  #: emulate only: the host's share of the round (host-bound rounds)
+    #: estimate/simulate with Flower's costs: the round's central 80 % interval (10th, 90th percentile)
+    #: and median over Flower's unknown poll phases and the calibration's intervals (netmodel/spread.py)
+    round_interval_s: tuple[float, float] | None = None
+    round_median_s: float | None = None
 
     DERIVED = ("comm_fraction", "bandwidth_bound", "host_bound")
 
@@ -211,23 +215,29 @@ def _clean(value: Any) -> Any:
 _FINITE_JSON = json.JSONEncoder(sort_keys=True, allow_nan=False)
 
 
-def header(run_id: str | None, engine: str | None) -> dict[str, Any]:
+def header(run_id: str | None, engine: str | None, model: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A records file's first line; ``model``: what made a model engine's numbers (the model's version and
+    the calibration's fingerprint, :meth:`fedbw.plan.Plan.model_stamp`), None for emulate."""
     from fedbw import __version__
 
-    return {"kind": "header", **RECORDS.stamp(), "run_id": run_id, "engine": engine, "fedbw": __version__}
+    head = {"kind": "header", **RECORDS.stamp(), "run_id": run_id, "engine": engine, "fedbw": __version__}
+    if model is not None:
+        head["model"] = dict(model)
+    return head
 
 
 class RecordWriter:
     """Append-only JSONL writer; the header goes first into a new file, and each round is flushed and
     fsynced before the next starts."""
 
-    def __init__(self, path: str | Path, *, run_id: str | None = None, engine: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, run_id: str | None = None, engine: str | None = None,
+                 model: Mapping[str, Any] | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         self._fh: IO[str] = self.path.open("a", encoding="utf-8")
         if fresh:
-            self._append([header(run_id, engine)])
+            self._append([header(run_id, engine, model)])
 
     def _append(self, lines: Iterable[dict[str, Any]]) -> None:
         try:

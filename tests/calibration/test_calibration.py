@@ -64,10 +64,14 @@ def test_the_shipped_default_is_a_real_calibration_of_every_fitted_constant() ->
     assert cal.provenance.get("created_utc") not in (None, "provisional")
     cpu = {f.name for f in dataclasses.fields(FlowerCosts)} - {
         "supernode_idle_poll_s", "superexec_poll_s", "reply_poll_s", "serverapp_poll_s", "backoff_first_s",
-        "backoff_cap_s", "object_workers", "content_wait_s"}  # Flower's own intervals: not measured
+        "backoff_cap_s", "object_workers", "content_wait_s",  # Flower's own intervals: not measured
+        "intervals"}  # the constants' uncertainty, read from each constant's interval
     assert cpu - {"secagg"} <= set(cal.constants), f"not calibrated: {sorted(cpu - {'secagg'} - set(cal.constants))}"
     assert cal.secagg is not None and cal.costs().secagg == cal.secagg  # SecAgg+'s crypto, for its stages
     assert cal.provenance.get(HOST_REFERENCE, 0) > 0  # the host's speed then: comparisons rescale from it
+    # every fitted constant carries its bootstrap interval: the model's round intervals draw from them
+    assert all(c.interval is not None for c in cal.constants.values()), \
+        [k for k, c in cal.constants.items() if c.interval is None]
 
 
 def test_a_calibration_rescaled_to_the_host_speed_now(tmp_path: Path) -> None:
@@ -137,4 +141,5 @@ def test_a_file_naming_a_retired_constant_reads_as_written_and_sets_it_aside(tmp
     assert cal.retired == {"hop_message_s": 0.044} and set(cal.constants) == {"hop_object_s"}
     assert cal.costs().hop_object_s == 0.004 and not hasattr(cal.costs(), "hop_message_s")
     assert set(RETIRED) >= {"server_share", "hop_message_s", "aggregate_base_s"}
-    assert set(default_calibration().retired) == {"server_share", "hop_message_s", "aggregate_base_s"}
+    # the shipped file was fitted after they retired: it names none of them (the old one is in git history)
+    assert not default_calibration().retired

@@ -18,7 +18,7 @@ def test_roundtrip_and_derived_fields(tmp_path):
     with RecordWriter(tmp_path / "records.jsonl") as w:
         w.write([c, r])
     head, line = map(json.loads, (tmp_path / "records.jsonl").read_text().splitlines()[:2])
-    assert head["kind"] == "header" and head["schema_version"] == 2
+    assert head["kind"] == "header" and head["schema_version"] == 3
     assert line["bytes_up"] == 20.0 and line["t_total_s"] == pytest.approx(1.3)
     clients, rounds = load_records(tmp_path)
     assert clients[0].stages[0].t_up_s == 0.2 and clients[0].bytes_down == 10.0
@@ -77,3 +77,19 @@ def test_infinite_times_stay_readable(tmp_path):
 def test_missing_records():
     with pytest.raises(FedbwError, match="no records"):
         load_records("/nonexistent/run")
+
+
+def test_a_version_2_file_still_reads_its_new_fields_empty(tmp_path):
+    """Version 3 only added optional fields (a model round's interval, the header's model stamp)."""
+    c, r = _records()
+    with RecordWriter(tmp_path / "records.jsonl") as w:
+        w.write([c, r])
+    lines = (tmp_path / "records.jsonl").read_text().splitlines()
+    head = {**json.loads(lines[0]), "schema_version": 2}
+    row = {k: v for k, v in json.loads(lines[2]).items() if k not in ("round_interval_s", "round_median_s")}
+    (tmp_path / "records.jsonl").write_text("\n".join([json.dumps(head), lines[1], json.dumps(row)]) + "\n")
+    _, rounds = load_records(tmp_path)
+    assert rounds[0].round_interval_s is None and rounds[0].round_time_s == 1.3
+    (tmp_path / "records.jsonl").write_text("\n".join([json.dumps({**head, "schema_version": 1}), lines[1]]) + "\n")
+    with pytest.raises(ConfigError, match="schema version 1"):
+        load_records(tmp_path)

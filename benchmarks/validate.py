@@ -1,0 +1,329 @@
+"""Held-out validation of the round-time model (issue 31.5): the model and its calibration frozen first,
+then a grid of configs that no calibration run and no tuning ever saw, each emulated twice (dilated) and
+predicted by simulate (Flower's Simulation Engine for the bytes and the training time, the network model
+and Flower's cost terms for the clock) and by estimate (the model alone).
+
+Why its own script and a run log: a validation counts only if nothing was tuned on it and no run was
+dropped. So the first line of ``benchmarks/results/validation-runs.jsonl`` freezes the model (its version,
+a hash of its code) and the calibration (its fingerprint), the commit and the grid; every emulate trial
+and every model run is appended as it ends, failures included; a restart resumes from the log (a trial
+that finished is never run again, a failed one is retried and both stay in the log); and a model or
+calibration that differs from the freeze refuses to resume (``--new`` starts another validation, the
+earlier one stays in the log and in the result).
+
+The grid (``GRID``, 12 rows): three model sizes (the small CNN with real training on digits, a 3 M
+parameter model and ResNet-18 with synthetic compute) × three link profiles (home-50, home-80, mobile-5g)
+in a Latin square of 2, 4 and 8 clients, plain and SecAgg+ (stock; it needs ≥ 3 clients), three more rows
+for the other privacy setting of cells with ≥ 4 clients. Calibration ran one client, on unshaped loopback
+and home-30, without SecAgg+ (fedbw/calibrate/measure.py): no row shares a config with it.
+
+Per row: the steady rounds (round ≥ 2) of both trials pooled against the model's rounds, each round
+against the model's same round: the median |error|; whether the pooled mean falls inside the model's
+central 80 % interval (and the share of single emulated rounds inside it); transfers of ≥ 1 s against
+simulate's same transfer, their median |error|; host-bound rounds. ``benchmarks/results/validation.json``
+holds the rows, the verdict against issue 31's targets and the whole run log.
+
+Usage: .venv/bin/python benchmarks/validate.py [--new] [--only ROW,...] [--summarize]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fedbw.config import config_from_dict  # noqa: E402
+from fedbw.errors import FedbwError  # noqa: E402
+
+LOG = ROOT / "benchmarks" / "results" / "validation-runs.jsonl"
+RESULT = ROOT / "benchmarks" / "results" / "validation.json"
+OUT = ROOT / "runs" / "validation"
+ROUNDS, TRIALS = 3, 2
+#: Emulate's dilation: "auto" (⌈(clients + 2) / (cores − 0.5)⌉), at most this (8 clients at auto's 7 would
+#: take two hours a row on 2 cores).
+MAX_DILATION = 3
+#: Issue 31's targets: a row's median |round error|, the share of rows whose pooled rounds fall inside the
+#: model's 80 % interval, the median |transfer error| in rows without a host-bound round.
+TARGETS = {"round_median_abs_error": 0.05, "rows_inside_interval": 0.80, "transfer_median_abs_error": 0.03}
+
+MODELS: dict[str, dict[str, Any]] = {
+    "small-cnn": {"model": {"name": "small-cnn"}, "data": {"dataset": "digits"},
+                  "clients": {"compute": "real"}, "training": {"local_epochs": 1}},
+    "3M": {"model": {"name": "params=3M"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}},
+    "resnet18": {"model": {"name": "resnet18"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}},
+}
+#: (model, profile, clients, SecAgg+): a Latin square of clients over model × profile, then three rows with
+#: the other privacy setting (cheapest first: an interrupted grid has its small rows).
+GRID: list[tuple[str, str, int, bool]] = [
+    ("small-cnn", "home-50", 2, False), ("3M", "home-80", 2, False), ("resnet18", "mobile-5g", 2, False),
+    ("small-cnn", "home-80", 4, True), ("small-cnn", "home-80", 4, False), ("3M", "mobile-5g", 4, False),
+    ("3M", "mobile-5g", 4, True), ("resnet18", "home-50", 4, True), ("small-cnn", "mobile-5g", 8, False),
+    ("small-cnn", "mobile-5g", 8, True), ("3M", "home-50", 8, True), ("resnet18", "home-80", 8, False),
+]
+
+
+def row_id(model: str, profile: str, clients: int, secagg: bool) -> str:
+    return f"{model}-{profile}-{clients}{'-secagg' if secagg else ''}"
+
+
+def row_config(model: str, profile: str, clients: int, secagg: bool) -> dict[str, Any]:
+    base = MODELS[model]
+    cfg: dict[str, Any] = {
+        "name": f"val-{row_id(model, profile, clients, secagg)}", "seed": 0, **base,
+        "clients": {**base["clients"], "total": clients, "per_round": clients},
+        "training": {**base.get("training", {}), "rounds": ROUNDS}, "network": {"profile": profile}}
+    if secagg:
+        cfg["privacy"] = {"secagg": {"enabled": True}}
+    return cfg
+
+
+def dilation(clients: int) -> float:
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    return float(min(MAX_DILATION, math.ceil((clients + 2) / max(cores - 0.5, 0.5))))
+
+
+# ---------------------------------------------------------------------------------------------- run log
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_log() -> list[dict[str, Any]]:
+    if not LOG.is_file():
+        return []
+    return [json.loads(line) for line in LOG.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def append(entry: dict[str, Any]) -> None:
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    with LOG.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+        fh.flush()
+
+
+def frozen_now() -> dict[str, Any]:
+    """What the validation freezes: the model's version, the shipped calibration and the commit."""
+    from fedbw.calibration.file import default_calibration
+    from fedbw.netmodel.version import model_version
+
+    cal = default_calibration()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return {"model_version": model_version(), "calibration": cal.fingerprint, "calibration_file": cal.source,
+            "calibration_created_utc": cal.provenance.get("created_utc"), "commit": commit, "dirty": bool(dirty)}
+
+
+def current_freeze(log: list[dict[str, Any]], new: bool) -> dict[str, Any]:
+    """The freeze this run continues (the log's last), or a new one with ``new`` or an empty log; exits
+    with one line when the model or the calibration moved since the freeze."""
+    freezes = [e for e in log if e["kind"] == "freeze"]
+    state = frozen_now()
+    if freezes and not new:
+        last = freezes[-1]
+        moved = [k for k in ("model_version", "calibration") if last[k] != state[k]]
+        if moved:
+            sys.exit(f"validate: the {' and the '.join(moved)} changed since the freeze of {last['created_utc']} "
+                     f"({', '.join(f'{last[k]} → {state[k]}' for k in moved)}); a validation runs one frozen model. "
+                     "Start another with --new (the earlier runs stay in the log).")
+        return last
+    if state["dirty"]:
+        sys.exit("validate: commit first: a freeze names the commit whose model it validates")
+    freeze = {"kind": "freeze", "id": len(freezes) + 1, "created_utc": now(), **state, "rounds": ROUNDS,
+              "trials": TRIALS, "max_dilation": MAX_DILATION, "machine": machine(),
+              "grid": [row_id(*g) for g in GRID]}
+    append(freeze)
+    return freeze
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}"
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+def run_engine(cfg: dict[str, Any], engine: str) -> Any:
+    from fedbw.runner import run_experiment
+
+    return run_experiment(config_from_dict({**cfg, "engine": engine, "output_dir": str(OUT)}))
+
+
+def rounds_of(result: Any) -> list[dict[str, Any]]:
+    return [{"round": r.round, "round_time_s": r.round_time_s, "comm_time_s": r.comm_time_s,
+             "framework_time_s": r.framework_time_s, "interval_s": r.round_interval_s,
+             "median_s": r.round_median_s, "host_bound": r.host_bound,
+             "host_share": None if r.host is None else r.host.share} for r in result.rounds]
+
+
+def transfers_of(result: Any) -> list[dict[str, Any]]:
+    return [{"round": c.round, "client": c.client_id, "stage": s.stage, "down_s": s.t_down_s, "up_s": s.t_up_s}
+            for c in result.clients for s in c.stages]
+
+
+def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, Any]) -> None:
+    from fedbw.engines.app_start import host_reference_s
+
+    k = dilation(cfg["clients"]["total"])
+    entry: dict[str, Any] = {"kind": "trial", "freeze": freeze["id"], "row": rid, "trial": trial, "dilation": k,
+                             "started_utc": now(), "host_reference_before_s": host_reference_s()}
+    t0 = time.perf_counter()
+    try:
+        res = run_engine({**cfg, "emulate": {"dilation": k}}, "emulate")
+    except FedbwError as exc:
+        entry.update(status="failed", error=str(exc).splitlines()[0], wall_s=time.perf_counter() - t0)
+    else:
+        entry.update(status="ok", run_dir=str(Path(res.run_dir).relative_to(ROOT)), wall_s=time.perf_counter() - t0,
+                     rounds=rounds_of(res), transfers=transfers_of(res))
+    entry.update(finished_utc=now(), host_reference_after_s=host_reference_s())
+    append(entry)
+    print(f"  {rid} trial {trial}: {entry['status']} in {entry['wall_s']:.0f} s", flush=True)
+
+
+def model_runs(freeze: dict[str, Any], rid: str, cfg: dict[str, Any]) -> None:
+    entry: dict[str, Any] = {"kind": "model", "freeze": freeze["id"], "row": rid, "started_utc": now()}
+    try:
+        sim, est = run_engine(cfg, "simulate"), run_engine(cfg, "estimate")
+    except FedbwError as exc:
+        entry.update(status="failed", error=str(exc).splitlines()[0])
+    else:
+        entry.update(status="ok", simulate={"rounds": rounds_of(sim), "transfers": transfers_of(sim)},
+                     estimate={"rounds": rounds_of(est)})
+    entry["finished_utc"] = now()
+    append(entry)
+    print(f"  {rid} model: {entry['status']}", flush=True)
+
+
+def run_grid(freeze: dict[str, Any], only: set[str] | None) -> None:
+    for g in GRID:
+        rid = row_id(*g)
+        if only and rid not in only:
+            continue
+        cfg = row_config(*g)
+        for trial in range(TRIALS):
+            done = [e for e in read_log() if e["kind"] == "trial" and e["freeze"] == freeze["id"] and e["row"] == rid
+                    and e["trial"] == trial and e["status"] == "ok"]
+            if not done:
+                emulate_trial(freeze, rid, trial, cfg)
+        if not any(e["kind"] == "model" and e["freeze"] == freeze["id"] and e["row"] == rid and e["status"] == "ok"
+                   for e in read_log()):
+            model_runs(freeze, rid, cfg)
+
+
+# ---------------------------------------------------------------------------------------------- result
+
+def steady(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rounds if r["round"] >= 2] or rounds
+
+
+def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) -> dict[str, Any]:
+    """One row: emulate's steady rounds pooled against simulate's, and its transfers against simulate's."""
+    sim = {r["round"]: r for r in model["simulate"]["rounds"]}
+    est = {r["round"]: r for r in model["estimate"]["rounds"]}
+    pooled = [r for t in trials for r in steady(t["rounds"])]
+    errors = [r["round_time_s"] / sim[r["round"]]["round_time_s"] - 1 for r in pooled if r["round"] in sim]
+    est_errors = [r["round_time_s"] / est[r["round"]]["round_time_s"] - 1 for r in pooled if r["round"] in est]
+    model_steady = steady(model["simulate"]["rounds"])
+    lows = [r["interval_s"][0] for r in model_steady if r["interval_s"]]
+    highs = [r["interval_s"][1] for r in model_steady if r["interval_s"]]
+    low, high = (statistics.mean(lows), statistics.mean(highs)) if lows else (None, None)
+    mean_e = statistics.mean(r["round_time_s"] for r in pooled)
+    inside = None if low is None else low <= mean_e <= high
+    singles = None if low is None else sum(low <= r["round_time_s"] <= high for r in pooled) / len(pooled)
+    vsim = {(t["round"], t["client"], t["stage"]): t for t in model["simulate"]["transfers"]}
+    transfers = []
+    for t in trials:
+        for x in t["transfers"]:
+            m = vsim.get((x["round"], x["client"], x["stage"]))
+            for d in ("down", "up") if m else ():
+                if max(x[f"{d}_s"], m[f"{d}_s"]) >= 1.0 and m[f"{d}_s"] > 0:
+                    transfers.append(abs(x[f"{d}_s"] / m[f"{d}_s"] - 1))
+    host_bound = sum(bool(r["host_bound"]) for t in trials for r in t["rounds"])
+    return {
+        "row": rid, "trials": len(trials), "dilation": trials[0]["dilation"],
+        "emulate_steady_rounds_s": [r["round_time_s"] for r in pooled], "emulate_mean_s": mean_e,
+        "simulate_steady_mean_s": statistics.mean(r["round_time_s"] for r in model_steady),
+        "simulate_interval_s": None if low is None else [low, high],
+        "estimate_steady_mean_s": statistics.mean(r["round_time_s"] for r in steady(model["estimate"]["rounds"])),
+        "round_median_abs_error": statistics.median(abs(e) for e in errors) if errors else None,
+        "round_median_error": statistics.median(errors) if errors else None,
+        "estimate_round_median_error": statistics.median(est_errors) if est_errors else None,
+        "pooled_inside_interval": inside, "single_rounds_inside_interval": singles,
+        "transfers_ge_1s": len(transfers),
+        "transfer_median_abs_error": statistics.median(transfers) if transfers else None,
+        "host_bound_rounds": host_bound, "rounds": sum(len(t["rounds"]) for t in trials),
+    }
+
+
+def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every freeze's rows, the verdict of the last, and the whole log (trials without their rounds'
+    details, which the rows hold)."""
+    freezes = [e for e in log if e["kind"] == "freeze"]
+    validations = []
+    for f in freezes:
+        rows = []
+        for rid in f["grid"]:
+            trials = [e for e in log if e["kind"] == "trial" and e["freeze"] == f["id"] and e["row"] == rid
+                      and e["status"] == "ok"][:f["trials"]]
+            model = next((e for e in log if e["kind"] == "model" and e["freeze"] == f["id"] and e["row"] == rid
+                          and e["status"] == "ok"), None)
+            if len(trials) == f["trials"] and model is not None:
+                rows.append(row_result(rid, trials, model))
+        validations.append({"freeze": {k: v for k, v in f.items() if k != "kind"}, "rows": rows,
+                            "rows_planned": len(f["grid"]), "verdict": verdict(rows)})
+    runs = [{k: v for k, v in e.items() if k not in ("rounds", "transfers", "simulate", "estimate")} for e in log
+            if e["kind"] != "freeze"]
+    return {"benchmark": "validate", "date": now(), "machine": machine(), "targets": TARGETS,
+            "validations": validations, "run_log": runs}
+
+
+def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    if not rows:
+        return {"rows": 0}
+    errs = [r["round_median_abs_error"] for r in rows if r["round_median_abs_error"] is not None]
+    inside = [r["pooled_inside_interval"] for r in rows if r["pooled_inside_interval"] is not None]
+    clean = [r["transfer_median_abs_error"] for r in rows
+             if r["host_bound_rounds"] == 0 and r["transfer_median_abs_error"] is not None]
+    return {"rows": len(rows),
+            "rows_round_within_target": sum(e <= TARGETS["round_median_abs_error"] for e in errs),
+            "median_of_row_round_errors": statistics.median(errs) if errs else None,
+            "rows_inside_interval": sum(inside), "share_inside_interval": sum(inside) / len(inside) if inside else None,
+            "rows_without_host_bound": len(clean),
+            "rows_transfers_within_target": sum(e <= TARGETS["transfer_median_abs_error"] for e in clean)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--new", action="store_true", help="start another validation (freeze the model again)")
+    ap.add_argument("--only", default=None, help="rows to run, comma-separated (default: the whole grid)")
+    ap.add_argument("--summarize", action="store_true", help="only write the result from the run log")
+    args = ap.parse_args()
+    for var in ("FLWR_TELEMETRY_ENABLED", "RAY_USAGE_STATS_ENABLED"):
+        import os
+        os.environ[var] = "0"
+    os.environ["FLWR_DISABLE_UPDATE_CHECK"] = "1"
+    if not args.summarize:
+        freeze = current_freeze(read_log(), args.new)
+        print(f"validation {freeze['id']}: model {freeze['model_version']}, calibration {freeze['calibration']}, "
+              f"commit {freeze['commit'][:10]}", flush=True)
+        run_grid(freeze, set(args.only.split(",")) if args.only else None)
+    RESULT.write_text(json.dumps(summarize(read_log()), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {RESULT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
