@@ -664,6 +664,10 @@ def main() -> None:
     report: dict[str, Any] = {"case": args.case, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "machine": machine()}
     report["rescaled_to_host_speed"] = RESCALE[0]
+    from fedbw.calibration.file import model_stamp
+
+    # the model and the calibration (before any rescale to the host) its estimate and simulate runs use
+    report["made_by"] = model_stamp(base_calibration().costs())
     if REUSE:  # say so in the data: reused cases ran before this invocation's date
         report["reused_runs_from"] = [str(p) for p in REUSE]
     # the runs stay (git-ignored runs/): a later invocation resumes from them with --reuse

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from fedbw.calibrate.evaluate import as_json, evaluate  # noqa: E402
 from fedbw.calibrate.measure import read_measurements  # noqa: E402
 from fedbw.errors import FedbwError  # noqa: E402
+from fedbw.calibration.file import model_stamp  # noqa: E402
 from fedbw.files.atomic import write_json_atomic  # noqa: E402
 from fedbw.report.cost_terms_table import cost_terms_markdown  # noqa: E402
 
@@ -54,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
                    measured_utc=m.provenance.get("created_utc", "?"), machine=m.provenance.get("machine", "?"),
                    folds=args.folds, resamples=args.resamples, seed=args.seed,
                    date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                   evaluated_on=f"{platform.platform()}, Python {platform.python_version()}")
+                   evaluated_on=f"{platform.platform()}, Python {platform.python_version()}",
+                   # the terms' expressions are the model's: the verdicts belong to this model version
+                   made_by={**model_stamp(None), "calibration": "fitted from the messages above"})
     print(cost_terms_markdown(data))
     write_json_atomic(args.out, data)
     print(f"wrote {args.out}")

@@ -252,7 +252,10 @@ def main() -> None:
         if not args.plots_only:
             print(f"{name} ({utc()})", flush=True)
             RETRIES.clear()
-            data = {**EXPERIMENTS[name](name), "retried_after_ray_start_timeout": list(RETRIES)}
+            from fedbw.calibration.file import load_costs, model_stamp
+
+            data = {**EXPERIMENTS[name](name), "retried_after_ray_start_timeout": list(RETRIES),
+                    "made_by": model_stamp(load_costs(None))}  # the experiments run on the catalog's calibration
             path = ROOT / RESULTS / result
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

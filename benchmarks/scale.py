@@ -221,6 +221,9 @@ def main(argv: list[str]) -> None:
         data[case]["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         data[case]["machine"] = machine()
         data["command"] = ".venv/bin/python benchmarks/scale.py"
+        from fedbw.calibration.file import load_costs, model_stamp
+
+        data[case]["made_by"] = model_stamp(load_costs(None))  # the catalog's calibration, as the cases run
         OUT.mkdir(parents=True, exist_ok=True)
         RESULT.write_text(json.dumps(data, indent=1) + "\n")  # after each case: a later one may not fit
 

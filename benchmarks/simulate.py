@@ -136,7 +136,11 @@ def scale(n: int, compute: str, rounds: int) -> dict[str, Any]:
 
 
 def bytes_agreement() -> dict[str, Any]:
-    rows = []
+    """Mean bytes per client, stage and direction: the estimate engine's prediction vs simulate's measurement
+    (over both rounds, and per round: stock SecAgg+ sends the float64 aggregate from round 2 on)."""
+    from fedbw.calibration.file import load_costs, model_stamp
+
+    rows, cases_out = [], []
     cases = [("small-cnn real", config("bench-bytes-cnn", training={"rounds": 2})),
              ("resnet18 synthetic", config("bench-bytes-resnet18", model={"name": "resnet18"},
                                           clients={"total": 4, "per_round": 2, "compute": "synthetic"},
@@ -147,18 +151,34 @@ def bytes_agreement() -> dict[str, Any]:
                                                    privacy={"secagg": {"enabled": True}}))]
     for label, cfg in cases:
         measured = simulate(cfg)["records"]
-        predicted = run_estimate(build_plan(cfg), "estimate")
+        plan = build_plan(cfg)
+        predicted = run_estimate(plan, "estimate")
+        cases_out.append({"case": label, "model": plan.model.name, "params": plan.model.params,
+                          "arrays": plan.num_arrays, "compute": cfg.clients.compute,
+                          "clients_per_round": cfg.clients.per_round, "rounds": plan.rounds,
+                          "secagg": cfg.privacy.secagg.mode if cfg.privacy.secagg.enabled else None})
+        rounds = sorted({c.round for c in measured.clients})
         for kind, pick in (("down", lambda s: s.bytes_down), ("up", lambda s: s.bytes_up)):
             for stage in [s.stage for s in measured.clients[0].stages]:
-                m = statistics.mean(pick(s) for c in measured.clients for s in c.stages if s.stage == stage)
-                p = statistics.mean(pick(s) for c in predicted.clients for s in c.stages if s.stage == stage)
+                def mean(result: Any, rnd: int | None = None) -> float:
+                    return statistics.mean(pick(s) for c in result.clients for s in c.stages
+                                           if s.stage == stage and (rnd is None or c.round == rnd))
+                m, p = mean(measured), mean(predicted)
                 rows.append({"case": label, "stage": stage, "direction": kind, "predicted_bytes": p,
-                             "measured_bytes": m, "diff_pct": 100 * (p - m) / m})
+                             "measured_bytes": m, "diff_pct": 100 * (p - m) / m,
+                             "predicted_by_round": [mean(predicted, r) for r in rounds],
+                             "measured_by_round": [mean(measured, r) for r in rounds]})
     print(f"{'case':30} {'stage':24} {'dir':5} {'estimate B':>12} {'simulate B':>12} {'diff':>8}")
     for r in rows:
         print(f"{r['case']:30} {r['stage']:24} {r['direction']:5} {r['predicted_bytes']:12,.0f} "
               f"{r['measured_bytes']:12,.0f} {r['diff_pct']:+7.2f}%")
-    return {"rows": rows}
+    return {"cases": cases_out, "rows": rows, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": machine(), "made_by": model_stamp(load_costs(None))}
+
+
+def machine() -> str:
+    mem = os.sysconf("SC_PHYS_PAGES") * PAGE / 2**30
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {mem:.0f} GiB, shared"
 
 
 def _strip(r: dict[str, Any]) -> dict[str, Any]:
@@ -174,9 +194,18 @@ def main(argv: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     import torch
 
+    from fedbw.calibration.file import load_costs, model_stamp
+
+    unknown = set(wanted) - {"overhead", "scale100", "scale1000", "bytes"}
+    if unknown:
+        raise SystemExit(f"unknown mode(s) {', '.join(sorted(unknown))}; choose from overhead, scale100, "
+                         "scale1000, bytes")
+    # bytes also stamps its own part (date, machine, made_by): a later run of another mode rewrites these
     out: dict[str, Any] = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                                        "cuda": torch.cuda.is_available()},
-                           "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                           "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "made_by": model_stamp(load_costs(None)),
+                           "command": ".venv/bin/python benchmarks/simulate.py"}
     if "overhead" in wanted:
         out["overhead"] = overhead()
     if "scale100" in wanted:

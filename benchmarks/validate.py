@@ -283,11 +283,14 @@ def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
                           and e["status"] == "ok"), None)
             if len(trials) == f["trials"] and model is not None:
                 rows.append(row_result(rid, trials, model))
-        validations.append({"freeze": {k: v for k, v in f.items() if k != "kind"}, "rows": rows,
+        validations.append({"freeze": {k: v for k, v in f.items() if k != "kind"},
+                            "made_by": {"model_version": f["model_version"], "calibration": f["calibration"]},
+                            "rows": rows,
                             "rows_planned": len(f["grid"]), "verdict": verdict(rows)})
     runs = [{k: v for k, v in e.items() if k not in ("rounds", "transfers", "simulate", "estimate")} for e in log
             if e["kind"] != "freeze"]
     return {"benchmark": "validate", "date": now(), "machine": machine(), "targets": TARGETS,
+            "made_by": validations[-1]["made_by"] if validations else None,
             "validations": validations, "run_log": runs}
 
 

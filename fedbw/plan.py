@@ -92,11 +92,9 @@ class Plan:
     def model_stamp(self) -> dict[str, str | None]:
         """What makes this plan's model numbers, for every result built on them: the model's version (a hash
         of its code) and the calibration's fingerprint (None: links only, no Flower costs)."""
-        from fedbw.calibration.file import calibration_fingerprint
-        from fedbw.netmodel.version import model_version
+        from fedbw.calibration.file import model_stamp
 
-        return {"model_version": model_version(),
-                "calibration": None if self.costs is None else calibration_fingerprint(self.costs)}
+        return model_stamp(self.costs)
 
     def deployment_clock(self) -> DeploymentClock | None:
         """A fresh clock for laying this plan's rounds out in a Flower deployment (None: links only)."""

@@ -199,6 +199,16 @@ def load_costs(path: str | None) -> FlowerCosts:
     return read_calibration(path).costs()
 
 
+def model_stamp(costs: FlowerCosts | None) -> dict[str, str | None]:
+    """What makes a model number, for every result built on one (``made_by`` in records headers, study and
+    benchmark JSON): the model's version (a hash of its code, :mod:`fedbw.netmodel.version`) and the
+    fingerprint of the constants it ran on (None: links only, no Flower costs). ``fedbw docs --check``
+    compares a doc's ``made_by`` with this fedbw's model."""
+    from fedbw.netmodel.version import model_version
+
+    return {"model_version": model_version(), "calibration": None if costs is None else calibration_fingerprint(costs)}
+
+
 def calibration_fingerprint(costs: FlowerCosts) -> str:
     """The fingerprint of the constants ``costs`` holds (:attr:`Calibration.fingerprint`): the same for a
     plan's costs and for the file they were read from."""

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from fedbw.fl.data import Dataset
-from fedbw.models.zoo import build_model
+from fedbw.models.zoo import MODEL_BUILDERS, build_model
 
 #: Local optimizer: SGD with momentum (as in Flower's PyTorch quickstart); fresh each round.
 MOMENTUM = 0.9
@@ -28,8 +28,24 @@ def seeded_model(name: str, seed: int, device: str = "cpu") -> nn.Module:
 
 
 def parameter_shapes(name: str) -> list[tuple[int, ...]]:
-    """Shapes of the federated tensors, from a meta-device model (no memory, no init time)."""
-    return [tuple(p.shape) for p in build_model(name, "meta").parameters()]
+    """Shapes of the federated tensors: a zoo model's from a meta-device model (no memory, no init time);
+    a model the zoo cannot build (``params=N``, the catalog's LLMs; synthetic compute only) as the catalog
+    lays it out for the network model — its tensors' sizes where known, else its parameters split evenly
+    over its ``num_arrays`` — so the bytes and objects sent are the ones estimate predicts."""
+    if name in MODEL_BUILDERS:
+        return [tuple(p.shape) for p in build_model(name, "meta").parameters()]
+    from fedbw.catalog import get_model
+
+    spec = get_model(name)
+    sizes = spec.array_params or _split(spec.params, spec.num_arrays)
+    return [(n,) for n in sizes]
+
+
+def _split(total: int, parts: int) -> tuple[int, ...]:
+    """``total`` values over ``parts`` arrays as evenly as integers allow (the first take the remainder)."""
+    parts = max(1, min(parts, total))
+    base, extra = divmod(total, parts)
+    return tuple(base + (i < extra) for i in range(parts))
 
 
 def get_parameters(model: nn.Module) -> list[np.ndarray]:

@@ -15,7 +15,7 @@ VERDICTS = {"earns": "earns its place", "unproven": "**kept, unproven**: not sho
 COST_TERMS_CMD = ".venv/bin/python benchmarks/cost_terms.py --messages benchmarks/results/calibration-terms.messages.jsonl"
 
 
-@result_table("methodology.cost-terms", "cost-terms.json", COST_TERMS_CMD)
+@result_table("methodology.cost-terms", "cost-terms.json", COST_TERMS_CMD, model=True)
 def cost_terms_markdown(data: dict[str, Any]) -> str:
     head = ["constant", "term", "value", "90 % interval", "held out by", "error with / without",
             "improvement ± s.e.", "verdict"]

@@ -44,20 +44,59 @@ def missing(result: str, command: str) -> str:
     return f"(no data yet: `{command}` writes {RESULTS / result})\n"
 
 
+def made_by(data: dict[str, Any], part: str | None = None) -> dict[str, Any] | None:
+    """The ``made_by`` stamp of a result (its ``part``'s own when the part has one, as scale.json's cases
+    do, each run at its own time), None where the result predates the stamp."""
+    inner = data.get(part) if part else None
+    if isinstance(inner, dict) and isinstance(inner.get("made_by"), dict):
+        return inner["made_by"]
+    stamp = data.get("made_by")
+    return stamp if isinstance(stamp, dict) else None
+
+
+def stale_note(stamp: dict[str, Any] | None, command: str) -> str | None:
+    """A note replacing numbers made by another model version than this fedbw's; None when they are
+    current or their model is unknown."""
+    from fedbw.netmodel.version import model_version
+
+    made = (stamp or {}).get("model_version")
+    if made is None or made == model_version():
+        return None
+    return (f"(stale: these numbers came from model {made}; this fedbw's model is {model_version()}. "
+            f"`{command}` writes them again.)\n")
+
+
+def made_by_line(stamp: dict[str, Any] | None, command: str) -> str:
+    if stamp is None or stamp.get("model_version") is None:
+        return ("\n*Model version not recorded: these numbers predate the model's versioning (2026-12-05); "
+                f"`{command}` writes them again under the current model.*\n")
+    cal = stamp.get("calibration")
+    return f"\n*Model {stamp['model_version']}, calibration {cal or 'none (links only)'}.*\n"
+
+
 #: Per benchmark result file, the renderer a benchmark prints after its run (the first registered).
 BY_RESULT: dict[str, Callable[[dict[str, Any]], str]] = {}
 
 
-def result_table(name: str, result: str, command: str, needs: str | None = None,
+def result_table(name: str, result: str, command: str, needs: str | None = None, model: bool = False,
                  ) -> Callable[[Callable[[dict[str, Any]], str]], Callable[[dict[str, Any]], str]]:
     """Register ``fn(data)`` as the block ``name``, rendered from ``benchmarks/results/<result>``; with
-    no such file (or without its ``needs`` key) the block says which command writes it."""
+    no such file (or without its ``needs`` key) the block says which command writes it.
+
+    ``model``: the block's numbers come from the network model, so the block says which model and
+    calibration made them (:func:`made_by_line`), and data made by another model version than this
+    fedbw's render as a note that they are stale instead of the table: ``fedbw docs --check`` then fails
+    until the benchmark runs again under the current model (or ``fedbw docs`` drops the old numbers)."""
     def register(fn: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
         def render(root: Path) -> str:
             data = load_result(root, result)
             if not data or (needs is not None and not data.get(needs)):
                 return missing(result, command)
-            return fn(data)
+            if not model:
+                return fn(data)
+            stamp = made_by(data, needs)
+            stale = stale_note(stamp, command)
+            return stale if stale else fn(data) + made_by_line(stamp, command)
         TABLES[name] = render
         BY_RESULT.setdefault(result, fn)
         return fn

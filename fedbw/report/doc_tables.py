@@ -49,7 +49,7 @@ def _engine_rows(cases: list[dict[str, Any]], engines: tuple[str, ...]) -> list[
     return rows
 
 
-@result_table("fidelity.deployment", "agreement-deployment.json", AGREEMENT_CMD)
+@result_table("fidelity.deployment", "agreement-deployment.json", AGREEMENT_CMD, model=True)
 def deployment_markdown(data: dict[str, Any]) -> str:
     engines = ("estimate", "simulate", "emulate")
     head = ["case", "clients", "estimate", "simulate", "emulate", "estimate vs emulate", "simulate vs emulate",
@@ -87,7 +87,7 @@ def _rounds_verdict(cases: list[dict[str, Any]]) -> str:
                         ROUND_TARGET, "steady rounds", "pair")
 
 
-@result_table("fidelity.apps", "agreement-deployment.json", AGREEMENT_CMD, needs="apps")
+@result_table("fidelity.apps", "agreement-deployment.json", AGREEMENT_CMD, needs="apps", model=True)
 def _fidelity_apps(data: dict[str, Any]) -> str:
     head = ["app", "clients", "rounds", "simulate --app", "emulate --app", "simulate vs emulate",
             "emulate: comm / compute / framework", "each steady round: simulate / emulate"]
@@ -104,7 +104,7 @@ def _fidelity_apps(data: dict[str, Any]) -> str:
             + speed_note(data, data["apps"]) + "\n\n" + _rounds_verdict(data["apps"]))
 
 
-@result_table("fidelity.server-bound", "agreement-deployment.json", AGREEMENT_CMD, needs="server_bound")
+@result_table("fidelity.server-bound", "agreement-deployment.json", AGREEMENT_CMD, needs="server_bound", model=True)
 def _fidelity_server_bound(data: dict[str, Any]) -> str:
     head = ["engine", "server link", "round", "slowest download", "waiting for the server link"]
     rows = []
@@ -195,7 +195,7 @@ LINK_CMD = ".venv/bin/python benchmarks/agreement.py --case link --rounds 2"
 SCALE_CMD = ".venv/bin/python benchmarks/agreement.py --case scale"
 
 
-@result_table("fidelity.link", "agreement-link.json", LINK_CMD)
+@result_table("fidelity.link", "agreement-link.json", LINK_CMD, model=True)
 def link_markdown(data: dict[str, Any]) -> str:
     """The shaper + network model alone: each payload of ≥ 1 s against the model."""
     head = ["round", "client", "profile", "dir", "payload B", "model s", "emulate s", "error", "sender idle s",
@@ -231,7 +231,7 @@ STUDY_CMD = ("fedbw study experiments/privacy-overhead.toml "
              "--result benchmarks/results/privacy-overhead.json")
 
 
-@result_table("privacy.overhead", "privacy-overhead.json", STUDY_CMD)
+@result_table("privacy.overhead", "privacy-overhead.json", STUDY_CMD, model=True)
 def _privacy_overhead(data: dict[str, Any]) -> str:
     """The privacy-overhead study's table, from the study.json it wrote."""
     from fedbw.report.study import COLUMNS, _cells
@@ -250,7 +250,7 @@ def _privacy_overhead(data: dict[str, Any]) -> str:
 PRIVACY_CHECK_CMD = ".venv/bin/python benchmarks/agreement.py --case privacy --rounds 2"
 
 
-@result_table("fidelity.privacy", "agreement-privacy.json", PRIVACY_CHECK_CMD)
+@result_table("fidelity.privacy", "agreement-privacy.json", PRIVACY_CHECK_CMD, model=True)
 def privacy_check_markdown(data: dict[str, Any]) -> str:
     """The privacy study's re-timed rounds against emulate of each variant."""
     head = ["variant", "profile", "study (simulate, re-timed)", "emulate", "error", "framework: study / emulate",
@@ -321,7 +321,8 @@ for _name, _render in (("quickstart", _xt.run_markdown), ("uplink-profiles", _xt
                        ("heterogeneous-clients", _xt.heterogeneous_markdown),
                        ("datacenter-vs-federated", _xt.datacenter_markdown),
                        ("compression", _xt.compression_markdown), ("local-steps", _xt.local_steps_markdown)):
-    result_table(f"experiments.{_name}", f"experiments/{_name}.json", f"{EXPERIMENTS_CMD} {_name}")(_render)
+    result_table(f"experiments.{_name}", f"experiments/{_name}.json", f"{EXPERIMENTS_CMD} {_name}",
+                 model=True)(_render)
 
 
 @table("config.reference")
@@ -346,3 +347,5 @@ for _name, _file, _cmd, _needs, _render in _rt.TABLES:
 
 from fedbw.report import emulation_table as _et  # noqa: E402,F401
 from fedbw.report import cost_terms_table as _ct  # noqa: E402,F401
+from fedbw.report import validation_table as _vt  # noqa: E402,F401
+from fedbw.report import simulate_tables as _st  # noqa: E402,F401

@@ -15,7 +15,7 @@ from fedbw.report.format import fmt_signed_pct as _pct
 EMULATION_CMD = ".venv/bin/python benchmarks/agreement.py --case emulation --rounds 3 --trials 2"
 
 
-@result_table("fidelity.emulation", "agreement-emulation.json", EMULATION_CMD)
+@result_table("fidelity.emulation", "agreement-emulation.json", EMULATION_CMD, model=True)
 def emulation_markdown(data: dict[str, Any]) -> str:
     """emulate vs simulate per client count and dilation: transfers, rounds, and the host's share."""
     head = ["clients", "dilation", "transfers ≥ 1 s", "within 2 %", "median / max error",
@@ -69,7 +69,7 @@ HEADROOM_CMD = (".venv/bin/python benchmarks/agreement.py --case emulation --rou
                 "--out benchmarks/results/agreement-emulation-headroom.json")
 # One client count at --dilation auto and at a larger K, side by side in one run, in the emulation table's
 # form: whether the transfers that miss at auto K are the host's (they move with K) or not.
-result_table("fidelity.emulation-headroom", "agreement-emulation-headroom.json", HEADROOM_CMD)(emulation_markdown)
+result_table("fidelity.emulation-headroom", "agreement-emulation-headroom.json", HEADROOM_CMD, model=True)(emulation_markdown)
 
 
 def _emulation_verdict(rows: list[dict[str, Any]]) -> str:

@@ -27,6 +27,19 @@ def fmt_s(t: float | None) -> str:
     return f"{t * 1e6:.1f} µs"
 
 
+def fmt_s_interval(t: float | None, interval: tuple[float, float] | list[float] | None) -> str:
+    """A time with its central 80 % interval when it has one ('24.20 s [21.90–27.10]': the ends in the
+    time's unit when they share it), else the time alone."""
+    text = fmt_s(t)
+    if t is None or interval is None:
+        return text
+    lo, hi = fmt_s(interval[0]), fmt_s(interval[1])
+    unit = text.rsplit(" ", 1)[-1]
+    if lo.endswith(" " + unit) and hi.endswith(" " + unit):
+        lo, hi = lo.rsplit(" ", 1)[0], hi.rsplit(" ", 1)[0]
+    return f"{text} [{lo}–{hi}]"
+
+
 def fmt_signed_pct(v: float | None) -> str:
     """A relative difference (0.031 → '+3.1 %'); '-' when unknown."""
     return "-" if v is None else f"{100 * v:+.1f} %"

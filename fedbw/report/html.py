@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from fedbw.report import plots
-from fedbw.report.format import fmt_bytes, fmt_s
+from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.report.terminal import COMPARISON_CAPTION, comparison_rows
 
 if TYPE_CHECKING:
@@ -266,7 +266,9 @@ def _findings(runs: Sequence["ComparedRun"], target: float | None) -> list[str]:
 
     def line(r: "ComparedRun") -> str:
         s = r.summary
-        return (f"{fmt_s(s.mean_round_time_s)} per round, {100 * s.mean_comm_fraction:.0f} % of it communication "
+        return (f"{fmt_s_interval(s.mean_round_time_s, s.mean_round_interval_s)} per round"
+                f"{' (in brackets: its 10th–90th percentile)' if s.mean_round_interval_s else ''}, "
+                f"{100 * s.mean_comm_fraction:.0f} % of it communication "
                 f"({fmt_bytes(s.mean_bytes_up_per_client)} up per client)")
 
     if len(runs) == 1:
@@ -318,11 +320,11 @@ def _table(runs: Sequence["ComparedRun"], target: float | None) -> str:
 
 def _rounds_details(r: "ComparedRun") -> str:
     host = any(x.host is not None for x in r.rounds)
-    cols = ["round", "clients", "round time", "comm", "compute", "framework", "up total", "down total", "accuracy",
-            "ε"] + (["host"] if host else [])
+    cols = ["round", "clients", "round time [80 %]" if any(x.round_interval_s for x in r.rounds) else "round time",
+            "comm", "compute", "framework", "up total", "down total", "accuracy", "ε"] + (["host"] if host else [])
     rows = []
     for x in r.rounds:
-        cells = [str(x.round), str(x.num_clients), fmt_s(x.round_time_s),
+        cells = [str(x.round), str(x.num_clients), fmt_s_interval(x.round_time_s, x.round_interval_s),
                  f"{100 * x.comm_fraction:.0f} %" + (" ▲" if x.bandwidth_bound else ""), fmt_s(x.compute_time_s),
                  fmt_s(x.framework_time_s), fmt_bytes(x.bytes_up_total), fmt_bytes(x.bytes_down_total),
                  "-" if x.accuracy is None else f"{100 * x.accuracy:.1f} %",

@@ -16,7 +16,7 @@ def _gib(b: float) -> str:
     return f"{b / 2**30:.2f}"
 
 
-@result_table("simulate.scale", "scale.json", SCALE_CMD, needs="sim1000")
+@result_table("simulate.scale", "scale.json", SCALE_CMD, needs="sim1000", model=True)
 def simulate_scale_markdown(data: dict[str, Any]) -> str:
     """simulate with synthetic compute at 1,000 and 5,000 clients per round: where time, CPU and memory go."""
     rows, notes = [], []
@@ -48,7 +48,7 @@ def simulate_scale_markdown(data: dict[str, Any]) -> str:
     return md_table(head, rows, right={2, 3, 5, 6, 7}) + "\n" + "; ".join(notes) + ".\n"
 
 
-@result_table("simulate.estimate-scale", "scale.json", SCALE_CMD, needs="estimate")
+@result_table("simulate.estimate-scale", "scale.json", SCALE_CMD, needs="estimate", model=True)
 def estimate_scale_markdown(data: dict[str, Any]) -> str:
     """The estimate engine's own cost as clients per round grow."""
     e = data["estimate"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.table import Table
 
 from fedbw.report import tables
-from fedbw.report.format import fmt_bytes, fmt_s
+from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.results.rundir import environment
 from fedbw.results.study import StudyResult, StudyRow
 
@@ -49,7 +49,7 @@ def _ratio(r: StudyRow) -> str:
 
 def _cells(r: StudyRow) -> list[str]:
     return [r.variant, r.profile, fmt_bytes(r.bytes_up_per_client), fmt_bytes(r.bytes_down_per_client),
-            fmt_s(r.round1_time_s), fmt_s(r.round_time_s), fmt_s(r.comm_time_s), fmt_s(r.framework_time_s),
+            fmt_s(r.round1_time_s), fmt_s_interval(r.round_time_s, r.round_interval_s), fmt_s(r.comm_time_s), fmt_s(r.framework_time_s),
             f"{100 * r.comm_fraction:.0f} %", _eps(r), _eps_terms(r), _secagg_counts(r),
             _acc(r), _ratio(r)]
 
@@ -60,7 +60,8 @@ def _steady_note(res: StudyResult) -> str:
     compute = ("measured on the machine that ran the study" if res.study.engine == "simulate"
                else "the device profile's estimate")
     return (f"bytes per client per round and \"round\" are means over {span} (steady state; stock SecAgg+ downloads "
-            f"a float64 model from round 2 on); every sampled client on the row's profile; ε and accuracy after the "
+            f"a float64 model from round 2 on; in brackets the round's 10th–90th percentile over Flower's unknown "
+            f"poll phases and the calibration's intervals); every sampled client on the row's profile; ε and accuracy after the "
             f"last round; ε terms = the sampling it was accounted for (fixed-size, Poisson, or local: none), its "
             f"adjacency and δ (a fixed-sample replace-one ε, a Poisson add/remove ε and a local per-client ε are "
             f"different promises: docs/privacy.md); clipped / wrapped = SecAgg+ values clipped to the "
@@ -134,7 +135,7 @@ def write_outputs(res: StudyResult) -> list[Path]:
     d = res.study_dir
     s = res.study
     data = {"study": s.name, "source": s.source, "engine": s.engine, "command": res.command,
-            "started_utc": res.started_utc, "profiles": s.profiles, "baseline": s.baseline,
+            "started_utc": res.started_utc, "made_by": res.made_by, "profiles": s.profiles, "baseline": s.baseline,
             "variants": [{"name": v.name, "set": list(v.overrides), "run_dir": str(res.run_dirs.get(v.name)),
                           "stopped_early": res.stopped_early.get(v.name)} for v in s.variants],
             "environment": environment(), "rows": [asdict(r) for r in res.rows]}

@@ -9,7 +9,7 @@ from typing import Sequence
 from rich import box
 from rich.table import Table
 
-from fedbw.report.format import fmt_bytes, fmt_s
+from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.results.records import ClientRoundRecord, RoundRecord
 
 
@@ -60,6 +60,8 @@ def fmt_host(r: RoundRecord) -> str:
     return f"[bold yellow]{text} ◆[/]" if r.host.bound else text
 
 
+INTERVAL_CAPTION = ("round time = the expected round, and in brackets its 10th–90th percentile over Flower's "
+                    "unknown poll phases and the calibration's intervals")
 HOST_CAPTION = ("host = share of the round the emulating host, not the links, held (link idle mid-message, slow "
                 "ClientApp starts); ◆ at 5 % or more = host-bound: the round measures this machine's CPUs — "
                 "rerun with --dilation auto (docs/emulate.md)")
@@ -92,16 +94,18 @@ def privacy_caption(rounds: Sequence[RoundRecord]) -> str | None:
 
 def rounds_table(rounds: Sequence[RoundRecord], title: str) -> Table:
     host = any(r.host is not None for r in rounds)
-    cols = ["round", "clients", "round time", "comm", "comm time", "compute", "framework", "up total", "down total",
+    cols = ["round", "clients", "round time [80 %]" if any(r.round_interval_s for r in rounds) else "round time", "comm", "comm time", "compute", "framework", "up total", "down total",
             "loss", "accuracy", "ε"] + (["host"] if host else [])
     t = new_table(title, cols)
     for r in rounds:
-        t.add_row(str(r.round), str(r.num_clients), fmt_s(r.round_time_s), fmt_frac(r.comm_fraction, r.bandwidth_bound),
+        t.add_row(str(r.round), str(r.num_clients), fmt_s_interval(r.round_time_s, r.round_interval_s),
+                  fmt_frac(r.comm_fraction, r.bandwidth_bound),
                   fmt_s(r.comm_time_s), fmt_s(r.compute_time_s), fmt_s(r.framework_time_s),
                   fmt_bytes(r.bytes_up_total), fmt_bytes(r.bytes_down_total),
                   "-" if r.loss is None else f"{r.loss:.4f}", "-" if r.accuracy is None else f"{100 * r.accuracy:.1f} %",
                   "-" if r.epsilon is None else f"{r.epsilon:.3f}", *([fmt_host(r)] if host else []))
-    captions = [c for c in (privacy_caption(rounds), HOST_CAPTION if host else None) if c]
+    captions = [c for c in (privacy_caption(rounds), HOST_CAPTION if host else None,
+                            INTERVAL_CAPTION if any(r.round_interval_s for r in rounds) else None) if c]
     if captions:
         t.caption = "\n".join(captions)
     return t

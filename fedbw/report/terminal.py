@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from fedbw.report import tables
-from fedbw.report.format import fmt_bytes, fmt_s
+from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -100,7 +100,8 @@ def comparison_rows(runs: Sequence["ComparedRun"], target: float | None) -> list
         ("engine", [s.engine for s in S]),
         ("rounds", [str(s.rounds) for s in S]),
         ("privacy", [r.privacy for r in runs]),
-        ("round time (mean)", [fmt_s(s.mean_round_time_s) for s in S]),
+        ("round time (mean) [80 %]" if any(s.mean_round_interval_s for s in S) else "round time (mean)",
+         [fmt_s_interval(s.mean_round_time_s, s.mean_round_interval_s) for s in S]),
         ("  download", [fmt_s(s.mean_download_s) for s in S]),
         ("  compute", [fmt_s(s.mean_compute_s) for s in S]),
         ("  upload", [fmt_s(s.mean_upload_s) for s in S]),

@@ -222,7 +222,7 @@ def header(run_id: str | None, engine: str | None, model: Mapping[str, Any] | No
 
     head = {"kind": "header", **RECORDS.stamp(), "run_id": run_id, "engine": engine, "fedbw": __version__}
     if model is not None:
-        head["model"] = dict(model)
+        head["made_by"] = dict(model)
     return head
 
 

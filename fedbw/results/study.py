@@ -38,6 +38,9 @@ class StudyRow:
     #: the framework time's parts (fedbw.flower_protocol.FRAMEWORK_PARTS, server work), steady-round means:
     #: where a variant's round differs from an emulate of it, these say which of Flower's costs differ
     framework_parts_s: dict[str, float] = field(default_factory=dict)
+    #: the steady round's 10th and 90th percentile (each averaged over the steady rounds), under Flower's
+    #: costs: the spread of its unknown poll phases and of the calibration's constants (None: links only)
+    round_interval_s: tuple[float, float] | None = None
 
 
 @dataclass
@@ -50,3 +53,5 @@ class StudyResult:
     files: list[Path] = field(default_factory=list)
     started_utc: str = ""
     command: str | None = None
+    #: the model's version and the calibration's fingerprint the rows were timed with (Plan.model_stamp)
+    made_by: dict[str, str | None] = field(default_factory=dict)

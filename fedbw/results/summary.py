@@ -46,6 +46,9 @@ class RunSummary:
     #: (round, network-clock seconds elapsed at its end, accuracy) for every round that measured accuracy
     accuracy_curve: list[tuple[int, float, float]] = field(default_factory=list)
     mean_host_share: float | None = None  #: emulate: the host's mean share of a round
+    #: estimate/simulate with Flower's costs: the rounds' 10th and 90th percentiles, each averaged over the
+    #: rounds (the interval of the mean round's time, read beside ``mean_round_time_s``); None otherwise
+    mean_round_interval_s: tuple[float, float] | None = None
 
 
 def summarize(run_name: str, clients: list[ClientRoundRecord], rounds: list[RoundRecord]) -> RunSummary:
@@ -88,7 +91,15 @@ def summarize(run_name: str, clients: list[ClientRoundRecord], rounds: list[Roun
         bytes_by_stage=_bytes_by_stage(live),
         accuracy_curve=_accuracy_curve(rounds),
         mean_host_share=mean(hosted) if hosted else None,
+        mean_round_interval_s=_mean_interval(rounds),
     )
+
+
+def _mean_interval(rounds: list[RoundRecord]) -> tuple[float, float] | None:
+    spans = [r.round_interval_s for r in rounds if r.round_interval_s is not None]
+    if not spans or len(spans) != len(rounds):  # every round's, or none: a mean of some would mislead
+        return None
+    return mean(s[0] for s in spans), mean(s[1] for s in spans)
 
 
 def _mean(values) -> float:

@@ -62,6 +62,9 @@ def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str],
         total = sum(tl.round_time_s for tl in tls)
         comm = sum(tl.comm_time_s for tl in tls)
         frac = comm / total if total > 0 else 0.0
+        spreads = [q for tl in tls if (q := tl.round_quantiles_s) is not None]
+        interval = ((sum(q[0] for q in spreads) / len(spreads), sum(q[2] for q in spreads) / len(spreads))
+                    if spreads and len(spreads) == len(tls) else None)
         rows.append(StudyRow(
             variant=variant, profile=profile, rounds=len(traffic), steady_rounds=[t.round for t in steady],
             bytes_up_per_client=sum(ups) / len(ups), bytes_down_per_client=sum(downs) / len(downs),
@@ -69,7 +72,7 @@ def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str],
             compute_time_s=sum(tl.compute_time_s for tl in tls) / len(tls),
             framework_time_s=sum(tl.framework_time_s for tl in tls) / len(tls), comm_fraction=frac,
             framework_parts_s=_mean_parts([tl.framework_parts_s for tl in tls]),
-            bandwidth_bound=frac > BANDWIDTH_BOUND_FRACTION,
+            bandwidth_bound=frac > BANDWIDTH_BOUND_FRACTION, round_interval_s=interval,
             epsilon=None if last is None else last.epsilon, accuracy=None if last is None else last.accuracy,
             loss=None if last is None else last.loss, **privacy))
     return rows
@@ -116,6 +119,10 @@ def run_study(study: Study, progress: Progress = NoProgress,
         if run.stopped_early:
             result.stopped_early[v.name] = run.stopped_early
         assert run.plan is not None
+        stamp = run.plan.model_stamp()  # the variants share the model; a variant may name its own calibration
+        if result.made_by and result.made_by.get("calibration") != stamp["calibration"]:
+            stamp = {**stamp, "calibration": "per variant (their run directories' records)"}
+        result.made_by = stamp
         traffic = (traffic_from_run_dir(run.run_dir) if v.config.engine == "simulate"
                    else traffic_from_plan(run.plan, len(run.rounds)))
         result.rows += profile_rows(v.name, traffic, study.profiles, run)

@@ -38,3 +38,19 @@ def test_parameters_round_trip_and_match_catalog_shapes():
     assert sum(int(np.prod(s)) for s in shapes) == build_plan(config_from_dict({})).model.params
     with pytest.raises(ValueError):
         set_parameters(a, get_parameters(a)[:-1])
+
+
+def test_a_params_model_sends_what_estimate_predicts() -> None:
+    """``params=N`` (synthetic compute) has no zoo module: its arrays are the catalog's layout, N values
+    over num_arrays tensors, so emulate and simulate send the bytes and objects estimate predicts."""
+    import math
+
+    from fedbw.catalog import get_model
+    from fedbw.fl.train import parameter_shapes
+
+    spec = get_model("params=3000001")
+    shapes = parameter_shapes("params=3000001")
+    assert len(shapes) == spec.num_arrays and sum(s[0] for s in shapes) == 3_000_001
+    assert max(s[0] for s in shapes) - min(s[0] for s in shapes) <= 1
+    assert parameter_shapes("params=5") == [(1,)] * 5  # fewer values than arrays: one value each
+    assert sum(math.prod(s) for s in parameter_shapes("resnet18")) == get_model("resnet18").params

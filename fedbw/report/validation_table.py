@@ -1,0 +1,69 @@
+"""docs/fidelity.md's held-out validation (issue 31.5): the frozen model against dilated emulate on a grid
+of configs no calibration saw, each row's errors and whether emulate's rounds fell inside the model's
+interval, the verdict against issue 31's targets, and the run log's count, from benchmarks/validate.py's
+JSON (every validation it holds, the earlier ones too: none is replaced by a later one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fedbw.report.doc_blocks import md_table, result_table
+from fedbw.report.format import fmt_pct, fmt_s, fmt_signed_pct
+
+VALIDATE_CMD = ".venv/bin/python benchmarks/validate.py"
+
+
+def _yes(v: bool | None) -> str:
+    return "-" if v is None else ("yes" if v else "**no**")
+
+
+def _rows(rows: list[dict[str, Any]]) -> str:
+    head = ["row (model, profile, clients)", "dilation", "emulate steady rounds", "simulate [80 %]", "estimate",
+            "round error (median)", "median abs error", "pooled mean inside", "single rounds inside",
+            "transfers ≥ 1 s", "transfer median abs error", "host-bound rounds"]
+    body = []
+    for r in rows:
+        lo_hi = r["simulate_interval_s"]
+        sim = fmt_s(r["simulate_steady_mean_s"]) + (f" [{lo_hi[0]:.2f}–{lo_hi[1]:.2f}]" if lo_hi else "")
+        body.append([r["row"], f"{r['dilation']:g}×", ", ".join(f"{x:.2f}" for x in r["emulate_steady_rounds_s"]), sim,
+                     fmt_s(r["estimate_steady_mean_s"]), fmt_signed_pct(r["round_median_error"]),
+                     fmt_pct(r["round_median_abs_error"]) if r["round_median_abs_error"] is None
+                     else f"{100 * r['round_median_abs_error']:.1f} %",
+                     _yes(r["pooled_inside_interval"]), fmt_pct(r["single_rounds_inside_interval"]),
+                     str(r["transfers_ge_1s"]),
+                     "-" if r["transfer_median_abs_error"] is None else f"{100 * r['transfer_median_abs_error']:.1f} %",
+                     f"{r['host_bound_rounds']} of {r['rounds']}"])
+    return md_table(head, body)
+
+
+def _verdict(v: dict[str, Any], targets: dict[str, float], planned: int) -> str:
+    if not v.get("rows"):
+        return f"No row finished yet (of {planned} planned).\n"
+    share = v["share_inside_interval"]
+    return (f"Rows finished: {v['rows']} of {planned}. Round time: {v['rows_round_within_target']} of {v['rows']} "
+            f"rows within {100 * targets['round_median_abs_error']:.0f} % (median abs error; median over rows "
+            f"{100 * v['median_of_row_round_errors']:.1f} %). Emulate's pooled steady rounds inside the model's 80 % "
+            f"interval: {v['rows_inside_interval']} of {v['rows']} rows"
+            + ("" if share is None else f" ({100 * share:.0f} %, target {100 * targets['rows_inside_interval']:.0f} %)")
+            + f". Transfers ≥ 1 s, rows without a host-bound round: {v['rows_transfers_within_target']} of "
+            f"{v['rows_without_host_bound']} within {100 * targets['transfer_median_abs_error']:.0f} % "
+            f"(median abs error).\n")
+
+
+@result_table("fidelity.validation", "validation.json", VALIDATE_CMD, model=True)
+def validation_markdown(data: dict[str, Any]) -> str:
+    out = []
+    for val in data["validations"]:
+        f = val["freeze"]
+        out.append(f"**Validation {f['id']}**, frozen {f['created_utc']}: model {f['model_version']}, calibration "
+                   f"{f['calibration']} ({f['calibration_file']}, fitted {f['calibration_created_utc']}), commit "
+                   f"{f['commit'][:10]}; {f['rounds']} rounds a run, {f['trials']} emulate trials a row, dilation "
+                   f"≤ {f['max_dilation']}; {f['machine']}.\n")
+        out.append(_rows(val["rows"]) if val["rows"] else "")
+        out.append("\n" + _verdict(val["verdict"], data["targets"], val["rows_planned"]))
+    log = data["run_log"]
+    failed = [e for e in log if e.get("status") != "ok"]
+    out.append(f"\nRun log (`benchmarks/results/validation-runs.jsonl`): {len(log)} runs, {len(failed)} failed"
+               + (": " + "; ".join(f"{e['row']} {e['kind']} ({e.get('error', '?')})" for e in failed) if failed else "")
+               + f". Written {data['date']}.\n")
+    return "\n".join(x for x in out if x)

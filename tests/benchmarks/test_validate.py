@@ -1,0 +1,75 @@
+"""benchmarks/validate.py's bookkeeping, without running a grid: the design holds out the calibration's
+configs, the run log resumes and refuses a moved model, and a row's verdict is computed as documented."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.benchmark_module import load_benchmark
+
+from fedbw.calibrate.fit import SHAPED_PROFILE
+from fedbw.report.validation_table import validation_markdown
+
+V = load_benchmark("validate")
+
+
+def test_the_grid_is_a_fractional_design_that_the_calibration_never_ran() -> None:
+    assert len(V.GRID) >= 12
+    models = {g[0] for g in V.GRID}
+    profiles = {g[1] for g in V.GRID}
+    assert len(models) == 3 and len(profiles) == 3 and {g[2] for g in V.GRID} == {2, 4, 8}
+    assert any(p.startswith("mobile") for p in profiles) and SHAPED_PROFILE not in profiles
+    assert {g[3] for g in V.GRID} == {True, False} and all(g[2] >= 3 for g in V.GRID if g[3])  # SecAgg+ needs 3
+    assert len({V.row_id(*g) for g in V.GRID}) == len(V.GRID)
+    cells = {(g[0], g[1]): g[2] for g in V.GRID}  # a Latin square: each model and profile meets each count once
+    assert all(sorted(cells[(m, p)] for p in profiles) == [2, 4, 8] for m in models)
+    assert all(sorted(cells[(m, p)] for m in models) == [2, 4, 8] for p in profiles)
+
+
+def _rounds(times: list[float], interval: tuple[float, float] | None = None) -> list[dict]:
+    return [{"round": i + 1, "round_time_s": t, "comm_time_s": 0.0, "framework_time_s": 0.0,
+             "interval_s": list(interval) if interval else None, "median_s": t, "host_bound": False if interval is None
+             else None, "host_share": None} for i, t in enumerate(times)]
+
+
+def _transfers(down: float, up: float) -> list[dict]:
+    return [{"round": r, "client": 0, "stage": "fit", "down_s": down, "up_s": up} for r in (1, 2, 3)]
+
+
+def test_a_row_pools_both_trials_steady_rounds_against_the_models_same_round() -> None:
+    trials = [{"dilation": 3.0, "rounds": _rounds([14.0, 10.2, 10.4]), "transfers": _transfers(2.0, 5.15)},
+              {"dilation": 3.0, "rounds": _rounds([13.0, 9.6, 11.8]), "transfers": _transfers(2.02, 5.0)}]
+    model = {"simulate": {"rounds": _rounds([12.0, 10.0, 10.0], (9.5, 11.0)), "transfers": _transfers(2.0, 5.0)},
+             "estimate": {"rounds": _rounds([11.0, 9.0, 9.0], (8.5, 10.0))}}
+    row = V.row_result("r", trials, model)
+    assert row["emulate_steady_rounds_s"] == [10.2, 10.4, 9.6, 11.8]  # round 1 (start-up) left out
+    assert row["round_median_abs_error"] == pytest.approx(0.04)  # |errors| .02 .04 .04 .18
+    assert row["round_median_error"] == pytest.approx(0.03)  # signed: -.04 .02 .04 .18
+    assert row["pooled_inside_interval"] is True and row["single_rounds_inside_interval"] == 0.75
+    assert row["transfer_median_abs_error"] == pytest.approx(0.005)  # 0 ×6, .01 ×3, .03 ×3
+    assert row["simulate_interval_s"] == [9.5, 11.0]
+
+
+def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    state = {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",
+             "commit": "0" * 40, "dirty": False}
+    monkeypatch.setattr(V, "frozen_now", lambda: dict(state))
+    freeze = V.current_freeze([], new=False)
+    assert freeze["id"] == 1 and V.read_log()[0]["kind"] == "freeze"
+    assert V.current_freeze(V.read_log(), new=False)["created_utc"] == freeze["created_utc"]  # resumes
+    V.append({"kind": "trial", "freeze": 1, "row": "r", "trial": 0, "status": "failed", "error": "boom"})
+    state["model_version"] = "m-b"
+    with pytest.raises(SystemExit, match="model_version changed"):
+        V.current_freeze(V.read_log(), new=False)
+    assert V.current_freeze(V.read_log(), new=True)["id"] == 2  # another validation; the first stays
+    out = V.summarize(V.read_log())
+    assert [v["freeze"]["id"] for v in out["validations"]] == [1, 2]
+    assert out["run_log"][0]["status"] == "failed"  # a failed run stays visible
+    monkeypatch.setattr(V, "RESULT", tmp_path / "validation.json")
+    text = validation_markdown(out)
+    assert "1 failed: r trial (boom)" in text and "No row finished yet" in text
+    json.dumps(out)  # the result is plain JSON
