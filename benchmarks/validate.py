@@ -114,13 +114,19 @@ def append(entry: dict[str, Any]) -> None:
         fh.flush()
 
 
+def head_commit() -> str:
+    """The commit a run ran at: a resumed grid may run later commits of the same model and calibration
+    (the freeze checks those two), and each run says which."""
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
 def frozen_now() -> dict[str, Any]:
     """What the validation freezes: the model's version, the shipped calibration and the commit."""
     from fedbw.calibration.file import default_calibration
     from fedbw.netmodel.version import model_version
 
     cal = default_calibration()
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = head_commit()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
     return {"model_version": model_version(), "calibration": cal.fingerprint, "calibration_file": cal.source,
@@ -180,10 +186,16 @@ def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, A
 
     k = dilation(cfg["clients"]["total"])
     entry: dict[str, Any] = {"kind": "trial", "freeze": freeze["id"], "row": rid, "trial": trial, "dilation": k,
-                             "started_utc": now(), "host_reference_before_s": host_reference_s()}
+                             "commit": head_commit(), "started_utc": now(),
+                             "host_reference_before_s": host_reference_s()}
     t0 = time.perf_counter()
     try:
         res = run_engine({**cfg, "emulate": {"dilation": k}}, "emulate")
+    except KeyboardInterrupt:  # stopped by hand: the log says so, and a resume runs the trial again
+        entry.update(status="interrupted", error="KeyboardInterrupt", wall_s=time.perf_counter() - t0,
+                     finished_utc=now())
+        append(entry)
+        raise
     except FedbwError as exc:
         entry.update(status="failed", error=str(exc).splitlines()[0], wall_s=time.perf_counter() - t0)
     else:
@@ -195,7 +207,8 @@ def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, A
 
 
 def model_runs(freeze: dict[str, Any], rid: str, cfg: dict[str, Any]) -> None:
-    entry: dict[str, Any] = {"kind": "model", "freeze": freeze["id"], "row": rid, "started_utc": now()}
+    entry: dict[str, Any] = {"kind": "model", "freeze": freeze["id"], "row": rid, "commit": head_commit(),
+                             "started_utc": now()}
     try:
         sim, est = run_engine(cfg, "simulate"), run_engine(cfg, "estimate")
     except FedbwError as exc:

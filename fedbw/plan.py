@@ -25,7 +25,7 @@ from fedbw.netmodel.secagg_cost import STAGES as SECAGG_COST_STAGES, client_stag
 from fedbw.netmodel import ClientLink, DeploymentClock, FlowerCosts, MessageSizes, ServerLink, round_exchanges
 from fedbw.netmodel.flower import costs_from_json
 from fedbw.privacy.accounting import plan_budget
-from fedbw.privacy.sampling import sample_round
+from fedbw.privacy.sampling import Sampler
 
 #: scikit-learn's digits: 1,797 samples of 8×8 images.
 DIGITS_SAMPLES = 1797
@@ -64,6 +64,12 @@ class Plan:
     device: str | None = None  #: torch device the apps use ("cpu", "cuda"); set by the runner
     costs: FlowerCosts | None = None  #: Flower's deployment costs (None: framework = "none", links only)
     server: ServerLink = ServerLink()  #: the server's shared link
+
+    @cached_property
+    def sampler(self) -> Sampler:
+        """What drew :attr:`samples` and tells the accountant how to account for them: the config's sampler,
+        built once per plan (a value: the one :func:`build_plan` drew with is equal to it)."""
+        return self.config.sampler()
 
     def sampled_clients(self, round_index: int) -> list[int]:
         """Clients trained in round ``round_index`` (1-based): a seeded draw without replacement."""
@@ -200,8 +206,9 @@ def _build_plan(cfg: ExperimentConfig, device: str | None) -> Plan:
     new = tuple.__new__  # the named tuple from its fields in order, without its argument handling (×200,000)
     clients = [new(ClientPlan, (cid, link, samples, compute_s, dev.cpu_speed))
                for cid, link in enumerate(planned_links(cfg))]
-    sampled = [sample_round(cfg, r) for r in range(1, cfg.training.rounds + 1)]
-    budget = plan_budget(cfg, lambda r: sampled[r - 1])
+    sampler = cfg.sampler()
+    sampled = [sampler.draw(r) for r in range(1, cfg.training.rounds + 1)]
+    budget = plan_budget(cfg.privacy.dp, sampler, cfg.training.rounds, lambda r: sampled[r - 1])
     costs = None
     if cfg.framework == "flower-deployment":
         from fedbw.calibration.file import load_costs

@@ -167,7 +167,7 @@ def test_profile_link_is_the_link_the_plan_gives_that_profile():
 
 
 def test_estimate_study_end_to_end(tmp_path):
-    from fedbw.privacy.accounting import epsilon_schedule
+    from fedbw.config.accounting import config_epsilons
 
     text = VARIANTS + ('\n[[study.variants]]\nname = "stock+dp"\nset = ["privacy.secagg.enabled=true", '
                        '"privacy.dp.enabled=true", "privacy.dp.mode=\\"central-client-fixed\\"", '
@@ -198,7 +198,7 @@ def test_estimate_study_end_to_end(tmp_path):
         assert set(FRAMEWORK_PARTS) <= set(parts) and parts["clientapp_start_s"] > 0
         assert sum(parts[k] for k in FRAMEWORK_PARTS) <= r["framework_time_s"] + 1e-9
     s = load_study(_write(tmp_path, text))
-    assert rows[("stock+dp", "home-30")]["epsilon"] == pytest.approx(epsilon_schedule(s.variants[2].config)[-1])
+    assert rows[("stock+dp", "home-30")]["epsilon"] == pytest.approx(config_epsilons(s.variants[2].config)[-1])
     assert rows[("plain", "home-30")]["epsilon"] is None
     # every ε comes with what it means: the sampling and adjacency it was accounted for, and its δ
     dp_row = rows[("stock+dp", "home-30")]

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from fedbw.config.deployment import DeploymentConfig, Framework, ServerConfig
 from fedbw.config.privacy import PrivacyConfig, check_privacy
+from fedbw.privacy.sampling import Sampler, make_sampler
 from fedbw.config.sections import (
     ClientsConfig,
     CompressionConfig,
@@ -67,6 +68,12 @@ class ExperimentConfig(Section):
                                                                                       "costs: their calibration "
                                                                                       "and unknown phases")
     server: ServerConfig = Field(default_factory=ServerConfig, description="the federation's server")
+
+    def sampler(self) -> Sampler:
+        """The sampler ``clients.sampling`` names: it draws each round's cohort and tells the accountant how
+        to account for it (the plan builds it once; fedbw.privacy.sampling)."""
+        c = self.clients
+        return make_sampler(c.sampling, c.total, c.per_round, self.seed, self.privacy.randomness)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ExperimentConfig":

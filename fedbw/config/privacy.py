@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from fedbw.config.sections import ClientsConfig, CompressionConfig, Section
+from fedbw.privacy.sampling import SAMPLERS
 from fedbw.privacy.secagg_bounds import wrap_problem
 
 DPMode = Literal["central-server-fixed", "central-server-adaptive", "central-client-fixed",
@@ -92,7 +93,7 @@ def check_privacy(privacy: PrivacyConfig, c: ClientsConfig, compression: Compres
             raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) must be odd when below clients.per_round "
                              f"({c.per_round}): Flower's SecAgg+ builds a symmetric ring of neighbours and fails "
                              f"on an even count; use {sa.num_shares - 1} or {sa.num_shares + 1}")
-        if c.sampling == "poisson":
+        if SAMPLERS[c.sampling].cohort_varies:
             raise ValueError("SecAgg+ needs a cohort of at least num_shares clients in every round, and a "
                              "Poisson cohort can have any size (0 included); set clients.sampling = \"fixed\" "
                              "with SecAgg+, or disable privacy.secagg")

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fedbw.config import ExperimentConfig, config_from_dict, format_validation_error, read_toml
 from fedbw.errors import CatalogError, ConfigError
 from fedbw.tomlvalue import format_value
-from fedbw.privacy.accounting import accountant_from_config
+from fedbw.config.accounting import config_accountant
 
 #: Engines a study can run: both lay bytes on the virtual network clock, so a round can be re-timed
 #: on any profile. emulate's clock is the real one: re-timing would discard what it measured.
@@ -156,7 +156,7 @@ def study_from_dict(data: dict[str, Any], overrides: list[str] | None = None, en
             raise ConfigError(f"{where}: engine = {cfg.engine!r}: every variant runs on the study's engine "
                               f"({base.engine!r}); remove engine from its set, or pass --engine")
         try:
-            accountant_from_config(cfg)  # a max_epsilon below one round's ε fails now, not after other variants ran
+            config_accountant(cfg)  # a max_epsilon below one round's ε fails now, not after other variants ran
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         variants.append(Variant(v.name, cfg, tuple(v.set)))

@@ -90,7 +90,7 @@ def plan_fit_step(settings: AppSettings, strategy: PlanFedAvg, wrapped: Strategy
     step = inner if inner is not None else default_fit_workflow
     cfg = settings.config
     dp = cfg.privacy.dp
-    noise_empty = cfg.clients.sampling == "poisson" and dp.enabled and dp.mode != "local"
+    noise_empty = settings.plan.sampler.cohort_varies and dp.enabled and dp.mode != "local"
 
     def run(grid: Grid, context: Context) -> None:
         step(grid, context)

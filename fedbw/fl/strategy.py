@@ -36,7 +36,7 @@ from flwr.server.strategy import FedAvg
 from fedbw.errors import RunError
 from fedbw.fl.events import EVAL, ROUND_END, ROUND_END_PRIVACY, ROUND_START, EventLog
 from fedbw.fl.settings import AppSettings
-from fedbw.privacy.accounting import PrivacyAccountant, accountant_from_config
+from fedbw.privacy.accounting import PrivacyAccountant, accountant_for
 from fedbw.privacy.randomness import seed_numpy_global
 from fedbw.privacy.rounds import privacy_round
 
@@ -77,7 +77,7 @@ class PlanFedAvg(FedAvg):
         self.settings, self.log, self.state, self.node_of = settings, log, state, node_of
         self.client_of = {n: c for c, n in node_of.items()}
         self._evaluate_fn = evaluate_fn
-        self.accountant: PrivacyAccountant | None = accountant_from_config(settings.config)
+        self.accountant: PrivacyAccountant | None = accountant_for(settings.config.privacy.dp, settings.plan.sampler)
         self.rounds: dict[int, RoundPrivacy] = {}
         self._global: list[np.ndarray] | None = None
 
@@ -134,8 +134,8 @@ class PlanFedAvg(FedAvg):
         return params, metrics
 
     def _fixed_denominator(self) -> bool:
-        cfg = self.settings.config
-        return cfg.clients.sampling == "poisson" and cfg.privacy.dp.enabled and cfg.privacy.dp.mode != "local"
+        dp = self.settings.config.privacy.dp
+        return self.settings.plan.sampler.cohort_varies and dp.enabled and dp.mode != "local"
 
     def _rescale_to_fixed_denominator(self, params: Parameters, cohort: int) -> Parameters:
         """global + (mean − global) · n / per_round = global + Σ updates / per_round (equal weights)."""
@@ -164,11 +164,12 @@ class PlanFedAvg(FedAvg):
         if self.accountant is not None:
             if cfg.privacy.dp.mode == "local":
                 epsilon = self.accountant.step(participants=info.participants)
-            elif cfg.clients.sampling == "poisson":
-                epsilon = self.accountant.step()  # every Poisson round is one release, noise only if empty
+            elif self.settings.plan.sampler.cohort_varies:
+                epsilon = self.accountant.step()  # every round of a variable cohort is one release (noise if empty)
             else:
                 epsilon = self.accountant.step(cohort=info.cohort)
-        record = privacy_round(cfg, info.cohort, info.secagg_clipped, info.secagg_wrapped)
+        record = privacy_round(cfg.privacy, self.settings.plan.sampler, info.cohort, info.secagg_clipped,
+                               info.secagg_wrapped)
         return epsilon, None if record is None else asdict(record)
 
     def evaluate(self, server_round: int, parameters: Parameters) -> tuple[float, dict[str, Scalar]] | None:

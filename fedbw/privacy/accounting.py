@@ -40,21 +40,34 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from fedbw.config import ExperimentConfig
 from fedbw.errors import ConfigError
+from fedbw.privacy.sampling import Sampler, make_sampler
 
 LocalComposition = Literal["rdp", "basic", "advanced"]
-Sampling = Literal["poisson", "fixed"]
 Relation = rdp_privacy_accountant.NeighborRel
 
-#: Adjacency each accounting uses, as records and tables name it.
-ADJACENCY = {"poisson": "add/remove", "fixed": "replace-one", "local": "replace-one"}
+#: Local DP's adjacency, as records and tables name it (central DP's is its sampler's).
+LOCAL_ADJACENCY = "replace-one"
+
+
+class DpSettings(Protocol):
+    """What the accountant reads of a DP setup (``privacy.dp`` of a config has these fields; this package
+    imports no config, so it names what it needs instead)."""
+
+    enabled: bool
+    mode: str  #: "central" | "local"
+    noise_multiplier: float
+    target_delta: float
+    max_epsilon: float | None
+    local_epsilon: float
+    local_delta: float
+    local_accounting: str
 
 
 def local_noise_multiplier(epsilon: float, delta: float) -> float:
@@ -64,36 +77,40 @@ def local_noise_multiplier(epsilon: float, delta: float) -> float:
 
 @dataclass(frozen=True)
 class CentralDp:
-    """One round of central DP as fedbw runs it: who is sampled, how, and the noise Flower adds."""
+    """One round of central DP as fedbw runs it: who is sampled and how (the sampler, which gives the
+    event and the adjacency), and the noise Flower adds."""
 
-    sampling: Sampling
-    population: int  #: clients.total
-    sample_size: int  #: clients.per_round (Flower's ``num_sampled_clients``: the noise calibration)
+    sampler: Sampler
     noise_multiplier: float  #: z = noise std / clipping norm (Flower's convention)
+
+    @classmethod
+    def of(cls, sampling: str, population: int, per_round: int, noise_multiplier: float) -> CentralDp:
+        """The mechanism for ``sampling`` ("fixed" | "poisson") of ``per_round`` of ``population`` clients."""
+        return cls(make_sampler(sampling, population, per_round), noise_multiplier)
+
+    @property
+    def population(self) -> int:
+        return self.sampler.population  #: clients.total
+
+    @property
+    def sample_size(self) -> int:
+        return self.sampler.per_round  #: Flower's ``num_sampled_clients``: the noise calibration
 
     @property
     def adjacency(self) -> str:
-        return ADJACENCY[self.sampling]
+        return self.sampler.adjacency
 
     def effective_noise_multiplier(self, cohort: int | None = None) -> float:
         """Noise std / sensitivity of the round's release; ``cohort`` = updates aggregated (None: planned)."""
-        if self.sampling == "poisson":
-            return self.noise_multiplier
-        n = self.sample_size if cohort is None else cohort
-        return self.noise_multiplier * n / (2 * self.sample_size)
+        return self.sampler.noise_multiplier(self.noise_multiplier, cohort)
 
     def event(self, cohort: int | None = None) -> dp_event.DpEvent:
         """The dp-accounting event of one round (``NoOpDpEvent`` when a fixed round aggregated nobody)."""
-        if self.sampling == "fixed" and cohort == 0:
-            return dp_event.NoOpDpEvent()  # nothing was released
-        gaussian = dp_event.GaussianDpEvent(self.effective_noise_multiplier(cohort))
-        if self.sampling == "poisson":
-            return dp_event.PoissonSampledDpEvent(self.sample_size / self.population, gaussian)
-        return dp_event.SampledWithoutReplacementDpEvent(self.population, self.sample_size, gaussian)
+        return self.sampler.dp_event(dp_event.GaussianDpEvent(self.effective_noise_multiplier(cohort)), cohort)
 
     @property
     def relation(self) -> Relation:
-        return Relation.ADD_OR_REMOVE_ONE if self.sampling == "poisson" else Relation.REPLACE_ONE
+        return self.sampler.relation
 
 
 def event_rdp(event: dp_event.DpEvent, relation: Relation = Relation.ADD_OR_REMOVE_ONE) -> np.ndarray:
@@ -290,7 +307,7 @@ class PrivacyAccountant:
 
     def _planned(self, cohort: int) -> bool:
         assert self.central is not None
-        return self.central.sampling == "poisson" or cohort == self.central.sample_size
+        return self.central.sampler.as_planned(cohort)
 
     def round_noise_multiplier(self, cohort: int | None = None) -> float | None:
         """The noise multiplier a round is accounted with (central; local: LocalDpMod's per release)."""
@@ -313,24 +330,18 @@ class PrivacyAccountant:
         return lo
 
 
-def central_dp(cfg: ExperimentConfig) -> CentralDp:
-    """The central mechanism a config runs (sampling from ``clients.sampling``)."""
-    c = cfg.clients
-    return CentralDp(c.sampling, c.total, c.per_round, cfg.privacy.dp.noise_multiplier)
-
-
-def accountant_from_config(cfg: ExperimentConfig) -> PrivacyAccountant | None:
-    """The accountant for a run, or None when DP is off; ConfigError if not even one round fits the budget."""
-    dp = cfg.privacy.dp
+def accountant_for(dp: DpSettings, sampler: Sampler) -> PrivacyAccountant | None:
+    """The accountant of a DP setup and the sampler its rounds draw with, or None when DP is off;
+    ConfigError if not even one round fits the budget."""
     if not dp.enabled:
         return None
     if dp.mode == "local":
         acc = PrivacyAccountant(mode="local", delta=dp.target_delta, max_epsilon=dp.max_epsilon,
                                 local_epsilon=dp.local_epsilon, local_delta=dp.local_delta,
-                                local_composition=dp.local_accounting)
+                                local_composition=dp.local_accounting)  # type: ignore[arg-type]
     else:
         acc = PrivacyAccountant(mode="central", delta=dp.target_delta, max_epsilon=dp.max_epsilon,
-                                central=central_dp(cfg))
+                                central=CentralDp(sampler, dp.noise_multiplier))
     if acc.next_round_exceeds():
         raise ConfigError(f"privacy.dp.max_epsilon ({dp.max_epsilon}) is below the ε of a single round "
                           f"({acc.next_round_epsilon():.4g}); raise max_epsilon, or add noise "
@@ -338,7 +349,7 @@ def accountant_from_config(cfg: ExperimentConfig) -> PrivacyAccountant | None:
     return acc
 
 
-def epsilon_schedule(cfg: ExperimentConfig, rounds: int | None = None,
+def epsilon_schedule(dp: DpSettings, sampler: Sampler, rounds: int,
                      sampled: Callable[[int], Iterable[int]] | None = None) -> list[float]:
     """ε after each round 1..rounds as planned (every sampled client reports); [] if DP is off.
 
@@ -347,11 +358,10 @@ def epsilon_schedule(cfg: ExperimentConfig, rounds: int | None = None,
     server will report; without it, the worst case (one client in every round). Either way this is known
     before a run: the estimate engine fills RoundRecord.epsilon from it and the server caps its rounds.
     """
-    acc = accountant_from_config(cfg)
+    acc = accountant_for(dp, sampler)
     if acc is None:
         return []
-    return [acc.step(None if sampled is None else list(sampled(r)))
-            for r in range(1, (rounds or cfg.training.rounds) + 1)]
+    return [acc.step(None if sampled is None else list(sampled(r))) for r in range(1, rounds + 1)]
 
 
 @dataclass(frozen=True)
@@ -377,17 +387,19 @@ class Budget:
     stop_reason: str | None  #: set when max_epsilon, not training.rounds, ends the run
 
 
-def plan_budget(cfg: ExperimentConfig, sampled: Callable[[int], Iterable[int]] | None = None) -> Budget:
-    """The run's budget from its config and its sampling (``sampled`` as in :func:`epsilon_schedule`).
+def plan_budget(dp: DpSettings, sampler: Sampler, rounds: int,
+                sampled: Callable[[int], Iterable[int]] | None = None) -> Budget:
+    """The run's budget from its DP setup, its sampler and its ``rounds`` (``sampled`` as in
+    :func:`epsilon_schedule`).
 
     The run stops *before* the first round whose ε would exceed ``privacy.dp.max_epsilon``; ConfigError
     when not even one round fits.
     """
-    schedule = epsilon_schedule(cfg, sampled=sampled)
+    schedule = epsilon_schedule(dp, sampler, rounds, sampled)
     if not schedule:
-        return Budget(cfg.training.rounds, None, None)
-    cap = cfg.privacy.dp.max_epsilon
+        return Budget(rounds, None, None)
+    cap = dp.max_epsilon
     for i, eps in enumerate(schedule):
         if cap is not None and eps > cap:
             return Budget(i, schedule[:i], BudgetStop(rounds=i, max_epsilon=cap, next_epsilon=eps).message)
-    return Budget(cfg.training.rounds, schedule, None)
+    return Budget(rounds, schedule, None)

@@ -1,37 +1,134 @@
-"""Which clients take part in a round: the sampling the privacy accountant must account for.
+"""Which clients take part in a round: the sampler, and what the privacy accountant reads from it.
 
 Amplification by subsampling holds only for the sampling that actually happens (and only while the
-sample stays secret), so the plan draws every round's cohort here, from ``clients.sampling``, and the
-accountant (:mod:`fedbw.privacy.accounting`) reads the same key:
+sample stays secret), so one object both draws every round's cohort and tells the accountant how to
+account for it — as in Opacus, where the sampler is what the accountant takes its rate from. The plan
+builds it once (from ``clients.sampling``, through :func:`make_sampler`, the one place that reads the
+name); the plan's cohorts, the accountant's DP event and adjacency, the config's checks and the server's
+rules for variable cohorts all ask the same object, never the name:
 
-* ``"fixed"`` — exactly ``per_round`` clients, uniformly without replacement (what Flower's own
-  ``FedAvg`` sampling does). Accounted as dp-accounting's ``SampledWithoutReplacementDpEvent`` under
-  replace-one adjacency.
-* ``"poisson"`` — each client independently with probability q = per_round / total; a round's cohort
-  has any size 0..total (mean per_round). Accounted as ``PoissonSampledDpEvent`` under add/remove.
+* :class:`FixedSizeSampler` — exactly ``per_round`` clients, uniformly without replacement (what Flower's
+  own ``FedAvg`` sampling does). Accounted as dp-accounting's ``SampledWithoutReplacementDpEvent`` under
+  replace-one adjacency; its release's sensitivity grows as clients drop out of the cohort.
+* :class:`PoissonSampler` — each client independently with probability q = per_round / total; a round's
+  cohort has any size 0..total (mean per_round). Accounted as ``PoissonSampledDpEvent`` under
+  add/remove; the server divides by ``per_round`` whoever reports (a fixed denominator), and releases
+  noise even from an empty round.
 
-With ``privacy.randomness = "seed"`` the draw is a function of the seed and the round (reproducible,
-and therefore not secret); with ``"os"`` it comes from the OS's CSPRNG (:mod:`fedbw.privacy.randomness`).
+With ``randomness = "seed"`` the draw is a function of the seed and the round (reproducible, and
+therefore not secret); with ``"os"`` it comes from the OS's CSPRNG (:mod:`fedbw.privacy.randomness`).
 """
 
 from __future__ import annotations
 
-from fedbw.config import ExperimentConfig
-from fedbw.privacy.randomness import python_rng
+from dataclasses import dataclass
+from typing import ClassVar
+
+from dp_accounting import dp_event
+from dp_accounting.rdp import rdp_privacy_accountant
+
+from fedbw.privacy.randomness import Randomness, python_rng
+
+Relation = rdp_privacy_accountant.NeighborRel
 
 
-def sampling_rate(cfg: ExperimentConfig) -> float:
-    """q = per_round / total: the Poisson probability, and the fraction a fixed-size sample draws."""
-    return cfg.clients.per_round / cfg.clients.total
+@dataclass(frozen=True)
+class Sampler:
+    """How a round's cohort is drawn from ``population`` clients, ``per_round`` of them (the mean)."""
+
+    population: int
+    per_round: int
+    seed: int = 0
+    randomness: Randomness = "seed"
+
+    #: the name records and tables give this sampling
+    kind: ClassVar[str]
+    #: the neighbouring datasets its ε is stated for, as records and tables name them
+    adjacency: ClassVar[str]
+    relation: ClassVar[Relation]
+    #: a round's cohort has a random size (0 included): SecAgg+ cannot run on it, central DP divides by
+    #: ``per_round`` whoever reports and releases noise even from an empty round
+    cohort_varies: ClassVar[bool]
+
+    @property
+    def rate(self) -> float:
+        """q = per_round / population: the Poisson probability, the fraction a fixed-size sample draws."""
+        return self.per_round / self.population
+
+    def draw(self, round_index: int) -> list[int]:
+        """The clients of round ``round_index`` (1-based), sorted."""
+        raise NotImplementedError
+
+    def noise_multiplier(self, z: float, cohort: int | None = None) -> float:
+        """Noise std / sensitivity of a round's release, Flower's noise multiplier being ``z`` and
+        ``cohort`` updates aggregated (None: as planned)."""
+        raise NotImplementedError
+
+    def dp_event(self, gaussian: dp_event.GaussianDpEvent, cohort: int | None = None) -> dp_event.DpEvent:
+        """The dp-accounting event of one round whose release is ``gaussian``."""
+        raise NotImplementedError
+
+    def as_planned(self, cohort: int) -> bool:
+        """Whether a round that aggregated ``cohort`` updates is accounted as planned."""
+        raise NotImplementedError
 
 
-def sample_round(cfg: ExperimentConfig, round_index: int) -> list[int]:
-    """The clients of round ``round_index`` (1-based), sorted; a Poisson round may be empty."""
-    c = cfg.clients
-    randomness = cfg.privacy.randomness
-    if c.sampling == "poisson":
-        rng = python_rng(randomness, cfg.seed, "poisson", round_index)
-        q = sampling_rate(cfg)
-        return [cid for cid in range(c.total) if rng.random() < q]
-    rng = python_rng(randomness, cfg.seed, "sample", round_index)
-    return sorted(rng.sample(range(c.total), c.per_round))
+@dataclass(frozen=True)
+class FixedSizeSampler(Sampler):
+    kind: ClassVar[str] = "fixed"
+    adjacency: ClassVar[str] = "replace-one"
+    relation: ClassVar[Relation] = Relation.REPLACE_ONE
+    cohort_varies: ClassVar[bool] = False
+
+    def draw(self, round_index: int) -> list[int]:
+        rng = python_rng(self.randomness, self.seed, "sample", round_index)
+        return sorted(rng.sample(range(self.population), self.per_round))
+
+    def noise_multiplier(self, z: float, cohort: int | None = None) -> float:
+        # replacing one client moves the mean of n updates by up to 2C / n; Flower's noise is z·C / per_round
+        n = self.per_round if cohort is None else cohort
+        return z * n / (2 * self.per_round)
+
+    def dp_event(self, gaussian: dp_event.GaussianDpEvent, cohort: int | None = None) -> dp_event.DpEvent:
+        if cohort == 0:
+            return dp_event.NoOpDpEvent()  # nothing was released
+        return dp_event.SampledWithoutReplacementDpEvent(self.population, self.per_round, gaussian)
+
+    def as_planned(self, cohort: int) -> bool:
+        return cohort == self.per_round
+
+
+@dataclass(frozen=True)
+class PoissonSampler(Sampler):
+    kind: ClassVar[str] = "poisson"
+    adjacency: ClassVar[str] = "add/remove"
+    relation: ClassVar[Relation] = Relation.ADD_OR_REMOVE_ONE
+    cohort_varies: ClassVar[bool] = True
+
+    def draw(self, round_index: int) -> list[int]:
+        rng = python_rng(self.randomness, self.seed, "poisson", round_index)
+        q = self.rate
+        return [cid for cid in range(self.population) if rng.random() < q]
+
+    def noise_multiplier(self, z: float, cohort: int | None = None) -> float:
+        return z  # a fixed denominator: the sensitivity is C / per_round whoever reports
+
+    def dp_event(self, gaussian: dp_event.GaussianDpEvent, cohort: int | None = None) -> dp_event.DpEvent:
+        return dp_event.PoissonSampledDpEvent(self.rate, gaussian)
+
+    def as_planned(self, cohort: int) -> bool:
+        return True  # every Poisson round is one release, whatever its size
+
+
+#: The samplers by the name ``clients.sampling`` gives them.
+SAMPLERS: dict[str, type[Sampler]] = {s.kind: s for s in (FixedSizeSampler, PoissonSampler)}
+
+
+def make_sampler(kind: str, population: int, per_round: int, seed: int = 0,
+                 randomness: Randomness = "seed") -> Sampler:
+    """The sampler ``clients.sampling = kind`` names (ValueError naming the known ones otherwise)."""
+    try:
+        cls = SAMPLERS[kind]
+    except KeyError:
+        raise ValueError(f"unknown sampling {kind!r}; known: {', '.join(SAMPLERS)}") from None
+    return cls(population, per_round, seed, randomness)

@@ -26,7 +26,7 @@ def _eps_terms(r: StudyRow) -> str:
     """What the ε means: sampling · adjacency · δ (an ε without them cannot be compared with another)."""
     if r.epsilon_delta is None:
         return "-"
-    sampling = "local" if r.epsilon_sampling == "none" else r.epsilon_sampling
+    sampling = {"none": "local"}.get(r.epsilon_sampling or "", r.epsilon_sampling)  # local DP samples nothing
     return f"{sampling}, {r.epsilon_adjacency}, δ={r.epsilon_delta:g}"
 
 

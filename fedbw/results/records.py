@@ -24,7 +24,7 @@ from fedbw.errors import ConfigError
 from fedbw.files.versioned import RECORDS
 from fedbw.netmodel.timeline import BANDWIDTH_BOUND_FRACTION
 from fedbw.results.host_record import HostRound
-from fedbw.results.privacy_record import PrivacyRound
+from fedbw.privacy.record import PrivacyRound
 
 #: Version 2: header line, validated records (fedbw 0.2). 1: no header (fedbw 0.1).
 SCHEMA, SCHEMA_VERSION = RECORDS.schema, RECORDS.version

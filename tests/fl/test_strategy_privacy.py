@@ -125,7 +125,7 @@ def test_a_dropout_is_accounted_with_the_cohort_that_reported(tmp_path):
     cfg = _secagg_dp()
     plan, _, events = run_apps(tmp_path, cfg, drop=_drop_one_in_round_1(None))
     got = ends(events)
-    mech = CentralDp("fixed", 6, 5, 1.0)
+    mech = CentralDp.of("fixed", 6, 5, 1.0)
     assert [e["privacy"]["cohort"] for e in got] == [4, 5, 5]
     assert got[0]["privacy"]["noise_multiplier"] == pytest.approx(1.0 * 4 / 10)
     assert [e["epsilon"] for e in got] == pytest.approx([central_epsilon(mech, [4, 5, 5][:k], 1e-5)
@@ -137,7 +137,7 @@ def test_a_dropout_is_accounted_with_the_cohort_that_reported(tmp_path):
 
 @pytest.mark.slow  # ≈ 6 s: fedbw's apps on the loopback grid
 def test_dropouts_that_spend_more_than_planned_stop_the_run_earlier(tmp_path):
-    mech = CentralDp("fixed", 6, 5, 1.0)
+    mech = CentralDp.of("fixed", 6, 5, 1.0)
     planned3 = central_epsilon(mech, [None] * 3, 1e-5)
     actual3 = central_epsilon(mech, [4, 5, 5], 1e-5)
     cap = (planned3 + actual3) / 2  # the plan fits 3 rounds; after the dropout the third would not

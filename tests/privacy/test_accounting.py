@@ -7,14 +7,12 @@ import math
 import pytest
 
 from fedbw.config import config_from_dict
+from fedbw.config.accounting import config_accountant, config_budget, config_epsilons
 from fedbw.errors import ConfigError
 from fedbw.privacy.accounting import (
     CentralDp,
     PrivacyAccountant,
     central_epsilon,
-    accountant_from_config,
-    epsilon_schedule,
-    plan_budget,
     advanced_composition_epsilon,
     basic_composition_epsilon,
     local_noise_multiplier,
@@ -57,7 +55,7 @@ def test_fixed_sampling_is_dp_accountings_sampled_without_replacement_under_repl
     from dp_accounting import dp_event
     from dp_accounting.rdp.rdp_privacy_accountant import NeighborRel
 
-    mech = CentralDp("fixed", population, per_round, z)
+    mech = CentralDp.of("fixed", population, per_round, z)
     # replace-one moves the mean of per_round clipped updates by 2C / per_round; Flower's noise std is
     # z·C / per_round: the Gaussian's noise multiplier relative to that sensitivity is z / 2.
     event = dp_event.SampledWithoutReplacementDpEvent(population, per_round, dp_event.GaussianDpEvent(z / 2))
@@ -70,26 +68,26 @@ def test_poisson_sampling_is_dp_accountings_poisson_event_under_add_remove(popul
     from dp_accounting import dp_event
     from dp_accounting.rdp.rdp_privacy_accountant import NeighborRel
 
-    mech = CentralDp("poisson", population, per_round, z)
+    mech = CentralDp.of("poisson", population, per_round, z)
     event = dp_event.PoissonSampledDpEvent(per_round / population, dp_event.GaussianDpEvent(z))
     assert central_epsilon(mech, [None] * rounds, 1e-5) == pytest.approx(
         _direct(event, NeighborRel.ADD_OR_REMOVE_ONE, rounds), rel=1e-12)
 
 
 def test_fixed_rounds_where_fewer_clients_report_spend_more():
-    mech = CentralDp("fixed", 100, 10, 1.0)
+    mech = CentralDp.of("fixed", 100, 10, 1.0)
     full = central_epsilon(mech, [None, None, None], 1e-5)
     assert central_epsilon(mech, [10, 10, 10], 1e-5) == pytest.approx(full, rel=1e-12)
     dropped = central_epsilon(mech, [10, 7, 10], 1e-5)  # 3 of 10 lost: the mean of 7 moves by 2C/7
     assert dropped > full
     assert mech.effective_noise_multiplier(7) == pytest.approx(1.0 * 7 / 20)
     assert central_epsilon(mech, [10, 0, 10], 1e-5) == pytest.approx(central_epsilon(mech, [10, 10], 1e-5))
-    pois = CentralDp("poisson", 100, 10, 1.0)  # fixed denominator: the cohort never changes the sensitivity
+    pois = CentralDp.of("poisson", 100, 10, 1.0)  # fixed denominator: the cohort never changes the sensitivity
     assert pois.effective_noise_multiplier(3) == pois.effective_noise_multiplier(17) == 1.0
 
 
 def test_accountant_composes_the_cohorts_the_server_reports():
-    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp("fixed", 100, 10, 1.0), max_epsilon=50)
+    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp.of("fixed", 100, 10, 1.0), max_epsilon=50)
     acc.step(cohort=10)
     acc.step(cohort=6)
     mech = acc.central
@@ -99,7 +97,7 @@ def test_accountant_composes_the_cohorts_the_server_reports():
 
 
 def test_central_accountant_steps_match_the_closed_count():
-    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp("poisson", 2500, 100, 1.5))
+    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp.of("poisson", 2500, 100, 1.5))
     assert acc.epsilon_after(2250) == pytest.approx(7.3293, abs=1e-3)
     assert acc.epsilon == 0.0
     steps = [acc.step() for _ in range(3)]
@@ -117,7 +115,7 @@ def test_subsampling_amplifies_and_epsilon_grows_with_rounds():
 
 
 def test_max_epsilon_stops_before_exceeding():
-    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp("poisson", 10, 5, 1.0), max_epsilon=8.0)
+    acc = PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp.of("poisson", 10, 5, 1.0), max_epsilon=8.0)
     ran = 0
     while not acc.next_round_exceeds():
         acc.step()
@@ -164,9 +162,9 @@ def test_local_tracks_the_client_that_released_most():
 
 def test_impossible_settings_raise():
     with pytest.raises(ConfigError, match="noise_multiplier"):
-        PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp("fixed", 10, 5, 0.0))
+        PrivacyAccountant(mode="central", delta=1e-5, central=CentralDp.of("fixed", 10, 5, 0.0))
     with pytest.raises(ConfigError, match="target_delta"):
-        PrivacyAccountant(mode="central", delta=0.0, central=CentralDp("fixed", 10, 5, 1.0))
+        PrivacyAccountant(mode="central", delta=0.0, central=CentralDp.of("fixed", 10, 5, 1.0))
 
 
 def _cfg(sampling="poisson", **dp):
@@ -175,11 +173,11 @@ def _cfg(sampling="poisson", **dp):
 
 
 def test_from_config_central_and_local():
-    acc = accountant_from_config(_cfg(noise_multiplier=1.2))
-    assert acc is not None and acc.mode == "central" and acc.central == CentralDp("poisson", 10, 5, 1.2)
-    assert accountant_from_config(_cfg("fixed", noise_multiplier=1.2)).central.sampling == "fixed"
-    assert accountant_from_config(config_from_dict({"engine": "estimate"})) is None
-    loc = accountant_from_config(_cfg(mode="local", local_epsilon=0.5, local_accounting="advanced"))
+    acc = config_accountant(_cfg(noise_multiplier=1.2))
+    assert acc is not None and acc.mode == "central" and acc.central == CentralDp.of("poisson", 10, 5, 1.2)
+    assert config_accountant(_cfg("fixed", noise_multiplier=1.2)).central.sampler.kind == "fixed"
+    assert config_accountant(config_from_dict({"engine": "estimate"})) is None
+    loc = config_accountant(_cfg(mode="local", local_epsilon=0.5, local_accounting="advanced"))
     assert loc.mode == "local" and loc.local_composition == "advanced"
 
 
@@ -191,19 +189,19 @@ def test_config_rejects_impossible_dp():
     with pytest.raises(ConfigError, match="local_accounting"):
         _cfg(mode="local", local_epsilon=2.0, local_accounting="basic")
     with pytest.raises(ConfigError, match="max_epsilon"):
-        accountant_from_config(_cfg(noise_multiplier=0.5, max_epsilon=0.01))
+        config_accountant(_cfg(noise_multiplier=0.5, max_epsilon=0.01))
 
 
 def test_schedule_and_rounds_within_budget():
     c = config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5, "sampling": "poisson"},
                           "training": {"rounds": 20},
                           "privacy": {"dp": {"enabled": True, "noise_multiplier": 1.0, "max_epsilon": 8.0}}})
-    sched = epsilon_schedule(c)
+    sched = config_epsilons(c)
     assert len(sched) == 20 and all(a < b for a, b in zip(sched, sched[1:]))
-    n = plan_budget(c).rounds
+    n = config_budget(c).rounds
     assert 0 < n < 20 and sched[n - 1] <= 8.0 < sched[n]
-    assert plan_budget(_cfg(noise_multiplier=1.0)).rounds == 3  # no budget: training.rounds (default 3)
-    assert epsilon_schedule(config_from_dict({"engine": "estimate"})) == []
+    assert config_budget(_cfg(noise_multiplier=1.0)).rounds == 3  # no budget: training.rounds (default 3)
+    assert config_epsilons(config_from_dict({"engine": "estimate"})) == []
 
 
 def _local(rounds, max_epsilon=None):
@@ -225,8 +223,8 @@ def test_local_schedule_follows_the_plans_sampling_and_the_worst_case_without_it
         for cid in plan.sampled_clients(r):
             released[cid] = released.get(cid, 0) + 1
         expected.append(0.5 * max(released.values()))
-    assert epsilon_schedule(c, sampled=plan.sampled_clients) == pytest.approx(expected)
-    assert epsilon_schedule(c) == pytest.approx([0.5 * r for r in range(1, 9)])  # worst case: one client every round
+    assert config_epsilons(c, sampled=plan.sampled_clients) == pytest.approx(expected)
+    assert config_epsilons(c) == pytest.approx([0.5 * r for r in range(1, 9)])  # worst case: one client every round
     assert expected[-1] < 4.0  # 2 of 6 per round: nobody is sampled in all 8 rounds with this seed
 
 
@@ -234,12 +232,12 @@ def test_budget_stop_names_the_round_and_the_epsilon_it_would_reach():
     c = config_from_dict({"engine": "estimate", "clients": {"total": 10, "per_round": 5, "sampling": "poisson"},
                           "training": {"rounds": 20},
                           "privacy": {"dp": {"enabled": True, "noise_multiplier": 1.0, "max_epsilon": 8.0}}})
-    budget = plan_budget(c)
-    sched = epsilon_schedule(c)
+    budget = config_budget(c)
+    sched = config_epsilons(c)
     assert budget.epsilons == sched[:budget.rounds] and sched[budget.rounds] > 8.0
     assert budget.stop_reason == (f"stopped after round {budget.rounds}: the next round would exceed max_epsilon = 8 "
                                   f"(ε would be {sched[budget.rounds]:.4g})")
-    free = plan_budget(_cfg(noise_multiplier=1.0))
+    free = config_budget(_cfg(noise_multiplier=1.0))
     assert free.stop_reason is None and len(free.epsilons) == free.rounds == 3
 
 
@@ -249,7 +247,7 @@ def test_estimate_engine_reports_the_servers_epsilon_and_stops_at_the_same_round
 
     c = _local(8, max_epsilon=1.6)
     plan = build_plan(c)
-    full = epsilon_schedule(c, sampled=plan.sampled_clients)
+    full = config_epsilons(c, sampled=plan.sampled_clients)
     res = run_estimate(plan, "t")
     assert plan.rounds == len(res.rounds) < 8 and plan.stop_reason is not None
     assert res.stopped_early == plan.stop_reason
@@ -268,7 +266,7 @@ def test_estimate_engine_reports_the_servers_epsilon_and_stops_at_the_same_round
 ])
 def test_the_table_in_docs_privacy(sampling, population, per_round, z, rounds, expected):
     """docs/privacy.md, "Checks": the ε table is these numbers."""
-    mech = CentralDp(sampling, population, per_round, z)
+    mech = CentralDp.of(sampling, population, per_round, z)
     got = [central_epsilon(mech, [None] * r, 1e-5) for r in rounds]
     assert got == pytest.approx(list(expected), abs=5e-3)
 

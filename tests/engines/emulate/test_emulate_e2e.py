@@ -81,9 +81,9 @@ def test_secagg_3_clients_2_rounds_through_shaped_links(tmp_path: Path) -> None:
     _assert_clean(before)
     assert [r.round for r in result.rounds] == [1, 2]
     # the ServerApp's ε reaches emulate's records as it does simulate's, and grows each round
-    from fedbw.privacy.accounting import epsilon_schedule
+    from fedbw.config.accounting import config_epsilons
 
-    assert [r.epsilon for r in result.rounds] == pytest.approx(epsilon_schedule(cfg))
+    assert [r.epsilon for r in result.rounds] == pytest.approx(config_epsilons(cfg))
     clients, rounds = load_records(result.run_dir)
     assert len(rounds) == 2 and len(clients) == 6
     assert [list(r.stage_times_s) for r in result.rounds] == [list(SECAGG_STAGES)] * 2  # in stage order

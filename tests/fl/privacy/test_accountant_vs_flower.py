@@ -25,7 +25,8 @@ from flwr.serverapp import (
 
 from fedbw.config import config_from_dict
 from fedbw.fl.privacy.loopback import LoopbackGrid, task_identity
-from fedbw.privacy.accounting import CentralDp, central_epsilon, epsilon_schedule
+from fedbw.config.accounting import config_epsilons
+from fedbw.privacy.accounting import CentralDp, central_epsilon
 
 REL = 1e-6
 #: (population, per_round, z, rounds)
@@ -42,14 +43,14 @@ def _flower(method: SamplingMethod, relation: NeighboringRelation, population: i
 
 @pytest.mark.parametrize("population, per_round, z, rounds", VECTORS)
 def test_poisson_equals_flowers_accountant(population, per_round, z, rounds):
-    ours = central_epsilon(CentralDp("poisson", population, per_round, z), [None] * rounds, 1e-5)
+    ours = central_epsilon(CentralDp.of("poisson", population, per_round, z), [None] * rounds, 1e-5)
     theirs = _flower(SamplingMethod.POISSON, NeighboringRelation.ADD_OR_REMOVE_ONE, population, per_round, z, rounds)
     assert ours == pytest.approx(theirs, rel=REL)
 
 
 @pytest.mark.parametrize("population, per_round, z, rounds", VECTORS)
 def test_fixed_size_equals_flowers_accountant_without_replacement(population, per_round, z, rounds):
-    ours = central_epsilon(CentralDp("fixed", population, per_round, z), [None] * rounds, 1e-5)
+    ours = central_epsilon(CentralDp.of("fixed", population, per_round, z), [None] * rounds, 1e-5)
     theirs = _flower(SamplingMethod.WITHOUT_REPLACEMENT, NeighboringRelation.REPLACE_ONE, population, per_round,
                      z / 2, rounds)
     assert ours == pytest.approx(theirs, rel=REL)
@@ -91,4 +92,4 @@ def test_new_api_fixed_clipping_strategy_reports_fedbws_epsilon():
                                                "noise_multiplier": z}}})
     spent = strategy.privacy_spent()
     assert spent is not None and spent.num_releases == rounds
-    assert epsilon_schedule(cfg)[-1] == pytest.approx(spent.epsilon, rel=REL)
+    assert config_epsilons(cfg)[-1] == pytest.approx(spent.epsilon, rel=REL)

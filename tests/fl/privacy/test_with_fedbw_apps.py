@@ -17,7 +17,7 @@ from fedbw.config import config_from_dict
 from fedbw.fl.events import ROUND_END
 from fedbw.fl.privacy.loopback import LoopbackGrid, task_identity
 from fedbw.plan import build_plan
-from fedbw.privacy.accounting import epsilon_schedule, plan_budget
+from fedbw.config.accounting import config_budget, config_epsilons
 
 CLIENTS, ROUNDS = 5, 2
 
@@ -66,10 +66,10 @@ def test_secagg_with_client_side_dp_reports_epsilon_and_stops_at_the_budget(tmp_
     sections = {"clients": {"total": CLIENTS, "per_round": CLIENTS - 2}, "training": {"rounds": 3},
                 "privacy": {"secagg": {"enabled": True}, "dp": dp}}
     probe = config_from_dict({"engine": "estimate", **sections})
-    eps = epsilon_schedule(probe)
+    eps = config_epsilons(probe)
     dp["max_epsilon"] = (eps[1] + eps[2]) / 2
     cfg = config_from_dict({"engine": "estimate", **sections})
-    budget = plan_budget(cfg)
+    budget = config_budget(cfg)
     assert budget.rounds == 2 and budget.stop_reason is not None
     _, ends, last = _run(tmp_path, **sections)
     assert [e["round"] for e in ends] == [1, 2]
