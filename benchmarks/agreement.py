@@ -228,8 +228,7 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
     grids move a round of a few polls by a whole 3 s step from one round to the next, so the cases whose
     round is short (fedbw's quickstart shape, the message-API app: ``SHORT_CASES``) run ``short_rounds``
     rounds each, enough steady rounds for their mean; the link-dominated ones ``rounds``."""
-    from fedbw.engines.emulate import run_app
-    from fedbw.engines.simulate.foreign import simulate_app
+    from fedbw.runner import run_app
 
     cases: list[dict[str, Any]] = []
     for name, base in DEPLOYMENT_CASES:
@@ -258,13 +257,13 @@ def deployment(out: Path, rounds: int, clients_list: list[int], skip_apps: bool,
             r = short_rounds or rounds
             emu = _reused_app(f"app-emu-{n}", "emulate --app", r)
             before = None if emu else host_reference_s()
-            emu = emu or run_app(QUICKSTART_APP, n, "home-30", rounds=r, out_dir=out / f"app-emu-{n}",
+            emu = emu or run_app(QUICKSTART_APP, n, "home-30", engine="emulate", rounds=r, out_dir=out / f"app-emu-{n}",
                                  dilation="auto" if dilation == "auto" else float(dilation))
             run_dir = Path(getattr(emu, "run_dir", None) or emu.out_dir)  # a reused run, or emulate --app's
             cal, factor = model_calibration(out, _host_reference(run_dir, before, host_reference_s))
             sim = _reused_app(f"app-sim-{n}", "simulate --app", r) if cal is None else None
-            sim = sim or simulate_app(QUICKSTART_APP, n, "home-30", rounds=r, out_dir=out / f"app-sim-{n}",
-                                      calibration=cal)
+            sim = sim or run_app(QUICKSTART_APP, n, "home-30", engine="simulate", rounds=r,
+                                 out_dir=out / f"app-sim-{n}", calibration=cal)
             apps.append({**case_row("message-API quickstart app", n, {"simulate": sim.rounds, "emulate": emu.rounds}),
                          "host_speed": factor})
     bound = server_bound(out)

@@ -1,19 +1,32 @@
-"""config → plan → engine → records: the one function ``fedbw run`` calls.
+"""Every run's one path: config (or an app) → plan → run directory → engine → records → summary and plots.
 
-The runner resolves the device (once), builds the plan, writes the run directory's metadata (once),
-runs the engine and, whatever happens, summarises and plots the rounds that finished.
+``fedbw run`` calls :func:`run_experiment`; ``fedbw emulate --app`` and ``fedbw simulate --app`` call
+:func:`run_app`. Both go through :func:`run_in`: the run directory's metadata (once), the records writer
+(its header says which model made a model engine's numbers), the engine, and, whatever happens, the
+summary and plots of the rounds that finished — so ``fedbw report`` and ``fedbw compare`` read an app's
+run like any other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
 
 from fedbw.config import ExperimentConfig
 from fedbw.engines.base import NoProgress, Progress, RunResult
 from fedbw.errors import ConfigError
 from fedbw.plan import Plan, build_plan
-from fedbw.results.records import RecordWriter, load_records
-from fedbw.results.rundir import new_run_dir, write_run_metadata
+from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord, load_records
+from fedbw.results.rundir import fresh_stamped_dir, new_run_dir, write_run_metadata
+
+
+class _Finished(Protocol):
+    clients: list[ClientRoundRecord]
+    rounds: list[RoundRecord]
+
+
+R = TypeVar("R", bound=_Finished)
 
 
 def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> RunResult:
@@ -24,13 +37,51 @@ def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> Ru
     device = resolve_device(cfg.device) if cfg.engine != "estimate" else None
     plan = build_plan(cfg, device=device)
     run_dir = new_run_dir(cfg, cfg.engine)
-    run_id = run_dir.name
-    write_run_metadata(run_dir, cfg, device=describe_device(device) if device else None)
-    _record_allreduce(run_dir, cfg, plan)
+
+    def execute(writer: RecordWriter) -> RunResult:
+        result = _run_engine(cfg, plan, run_dir.name, writer, progress)
+        result.run_dir = run_dir
+        return result
+
+    return run_in(run_dir, plan, execute, device=describe_device(device) if device else None, allreduce=True)
+
+
+def run_app(app_dir: Path, num_clients: int, profile: str, *, engine: Literal["emulate", "simulate"],
+            out_dir: Path | None = None, progress: Progress = NoProgress, **options: Any) -> Any:
+    """Any Flower app, unmodified, on ``engine`` with ``num_clients`` SuperNodes on ``profile`` links, in
+    ``out_dir`` (default ``runs/<app>-<engine>-<UTC stamp>``). ``options`` are the engine's: for emulate
+    :func:`fedbw.engines.emulate.foreign.prepare_app`'s, for simulate
+    :func:`fedbw.engines.simulate.foreign.prepare_app_simulation`'s. Returns the engine's app result
+    (``AppRun`` / ``AppSimulation``)."""
+    prepare: Callable[..., Any]
+    execute: Callable[..., Any]
+    if engine == "emulate":
+        from fedbw.engines.emulate.foreign import execute_app as execute
+        from fedbw.engines.emulate.foreign import prepare_app as prepare
+    elif engine == "simulate":
+        from fedbw.engines.simulate.foreign import execute_app_simulation as execute
+        from fedbw.engines.simulate.foreign import prepare_app_simulation as prepare
+    else:
+        raise ConfigError(f"an app runs on emulate or simulate, not {engine!r}")
+    app = prepare(app_dir, num_clients, profile, **options)
+    run_dir = Path(out_dir) if out_dir is not None else fresh_stamped_dir(Path("runs"), f"{app.app_dir.name}-{engine}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_in(run_dir, app.plan, lambda writer: execute(app, run_dir, writer, progress), device="cpu")
+
+
+def run_in(run_dir: Path, plan: Plan, execute: Callable[[RecordWriter], R], *, device: str | None = None,
+           allreduce: bool = False) -> R:
+    """The one path every run takes once its plan and directory exist: the metadata, ``allreduce.json``
+    (``allreduce``: a config run, whose model is known), the records writer for ``execute``, and, whatever
+    happens, the summary and plots of the rounds that finished."""
+    cfg = plan.config
+    write_run_metadata(run_dir, cfg, device=device)
+    if allreduce:
+        _record_allreduce(run_dir, cfg, plan)
     try:
-        with RecordWriter(run_dir / "records.jsonl", run_id=run_id, engine=cfg.engine,
+        with RecordWriter(run_dir / "records.jsonl", run_id=run_dir.name, engine=cfg.engine,
                           model=plan.model_stamp() if cfg.engine != "emulate" else None) as writer:
-            result = _run_engine(cfg, plan, run_id, writer, progress)
+            result = execute(writer)
     except BaseException as exc:
         # failed or interrupted: the finished rounds are on disk; summarise and plot them anyway,
         # without ever hiding the original error behind one from the summary
@@ -39,8 +90,7 @@ def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> Ru
         except Exception:  # noqa: BLE001
             pass
         raise
-    result.run_dir = run_dir
-    _finish(run_dir, cfg, result.clients, result.rounds, result.stopped_early)
+    _finish(run_dir, cfg, result.clients, result.rounds, getattr(result, "stopped_early", None))
     return result
 
 

@@ -35,17 +35,18 @@ def emulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app direct
                                                 "with the SuperLink first; needs --tls or --hosts netns")) -> None:
     """Run any Flower app, unmodified, on Flower's Deployment Engine behind per-client shaped links."""
     from fedbw.cli.common import RoundProgress
-    from fedbw.engines.emulate import run_app
     from fedbw.engines.emulate.hosts import hosts_option
     from fedbw.engines.foreign_app import read_app
     from fedbw.report.app_run import render_app_run
+    from fedbw.runner import run_app
 
     layout = hosts_option(hosts)
     total = rounds or int(read_app(app_dir.resolve()).get("config", {}).get("num-server-rounds", 1))
     with RoundProgress(total, clients, quiet=False) as progress:
-        result = run_app(app_dir, clients, profile, rounds=rounds, run_config=run_config, timeout_s=timeout,
-                         out_dir=out_dir, seed=seed, server_link=server_link, dilation=dilation_option(dilation),
-                         cap_cpu=cap_cpu, progress=progress, hosts=layout, tls=tls, supernode_auth=supernode_auth)
+        result = run_app(app_dir, clients, profile, engine="emulate", rounds=rounds, run_config=run_config,
+                         timeout_s=timeout, out_dir=out_dir, seed=seed, server_link=server_link,
+                         dilation=dilation_option(dilation), cap_cpu=cap_cpu, progress=progress, hosts=layout, tls=tls,
+                         supernode_auth=supernode_auth)
     render_app_run(out, result)
 
 
@@ -76,14 +77,14 @@ def simulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app direc
     each client's link, the server's link and Flower's deployment costs."""
     from fedbw.cli.common import RoundProgress
     from fedbw.engines.foreign_app import read_app
-    from fedbw.engines.simulate.foreign import simulate_app
     from fedbw.report.app_run import render_app_simulation
+    from fedbw.runner import run_app
 
     total = rounds or int(read_app(app_dir.resolve()).get("config", {}).get("num-server-rounds", 1))
     with RoundProgress(total, clients, quiet=False) as progress:
-        result = simulate_app(app_dir, clients, profile, rounds=rounds, run_config=run_config, out_dir=out_dir,
-                              seed=seed, server_link=server_link,
-                              calibration=str(calibration) if calibration else None, progress=progress)
+        result = run_app(app_dir, clients, profile, engine="simulate", rounds=rounds, run_config=run_config,
+                         out_dir=out_dir, seed=seed, server_link=server_link,
+                         calibration=str(calibration) if calibration else None, progress=progress)
     render_app_simulation(out, result)
 
 

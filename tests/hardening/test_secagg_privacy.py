@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedbw.engines.emulate import run_app
+from fedbw.runner import run_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 FIXTURE_APP = Path(__file__).resolve().parents[1] / "engines" / "fixtures" / "numpy_app"
@@ -52,7 +52,7 @@ def holders(root: Path, update: np.ndarray) -> list[str]:
 
 def test_no_server_side_file_holds_a_clients_unmasked_update(tmp_path: Path, reliability) -> None:
     out = tmp_path / "run"
-    run = run_app(FIXTURE_APP, CLIENTS, "home-80", rounds=1, out_dir=out,
+    run = run_app(FIXTURE_APP, CLIENTS, "home-80", engine="emulate", rounds=1, out_dir=out,
                   run_config=[f"min-clients={CLIENTS}", f"num-params={PARAMS}", "secagg=true",
                               "secagg-timeout-s=30.0"], timeout_s=900)
     assert "Secure aggregation completed" in run.result.server_log

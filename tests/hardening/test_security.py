@@ -134,7 +134,7 @@ def _recording_keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[SuperNod
 def test_supernode_authentication_in_an_emulate_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     reliability) -> None:
     """SuperNode authentication and TLS on in an emulate run (2 clients, 1 round)."""
-    from fedbw.engines.emulate import run_app
+    from fedbw.runner import run_app
 
     reliability.area = "security"
     reliability.tried = ("SuperNode authentication in an emulate run (`[emulate] tls = true`, `supernode_auth = "
@@ -142,7 +142,7 @@ def test_supernode_authentication_in_an_emulate_run(tmp_path: Path, monkeypatch:
     made = _recording_keys(monkeypatch)
     out = tmp_path / "run"
     t0 = time.perf_counter()
-    run = run_app(FIXTURE_APP, 2, "home-80", rounds=1, out_dir=out, tls=True, supernode_auth=True)
+    run = run_app(FIXTURE_APP, 2, "home-80", engine="emulate", rounds=1, out_dir=out, tls=True, supernode_auth=True)
     wall_s = time.perf_counter() - t0
     assert [r.round for r in run.rounds] == [1] and sorted(c.client_id for c in run.clients) == [0, 1]
     assert all(c.bytes_up > 0 and c.bytes_down > 0 for c in run.clients)  # records complete, bytes measured

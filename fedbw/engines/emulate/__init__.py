@@ -9,11 +9,13 @@ Split by job:
 * :mod:`.run` — fedbw's apps from a plan (``fedbw run --engine emulate``), with :mod:`.fedbw_app` (the
   app directory), :mod:`.recorder` (records per round) and :mod:`.attribution` (link, compute and
   framework time per message);
-* :mod:`.foreign` — records for any Flower app (``fedbw emulate --app``).
+* :mod:`.foreign` — records for any Flower app (``fedbw emulate --app``: prepared here, run through
+  :func:`fedbw.runner.run_app` like every run).
 """
 
 from fedbw.engines.emulate.federation import DropFault, EmulatedClient, EmulationResult, emulate_app
-from fedbw.engines.emulate.foreign import AppRun, run_app
+from fedbw.engines.emulate.foreign import AppRun, PreparedApp, execute_app, prepare_app
 from fedbw.engines.emulate.run import run_emulate
 
-__all__ = ["AppRun", "DropFault", "EmulatedClient", "EmulationResult", "emulate_app", "run_app", "run_emulate"]
+__all__ = ["AppRun", "DropFault", "EmulatedClient", "EmulationResult", "PreparedApp", "emulate_app", "execute_app",
+           "prepare_app", "run_emulate"]

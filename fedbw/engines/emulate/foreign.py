@@ -26,6 +26,7 @@ from fedbw.engines.emulate.run import SUMMARY_FILE, write_summary
 from fedbw.engines.foreign_app import EVENTS_ENV, NODES_ENV, app_plan, check_app_dir, wrapped_copy
 from fedbw.errors import RunError
 from fedbw.links import server_shaper_spec
+from fedbw.plan import Plan
 from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord
 from fedbw.tomlvalue import split_assignment
 
@@ -43,12 +44,32 @@ class AppRun:
     out_dir: Path | None
 
 
-def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None = None,
-            run_config: Sequence[str] = (), timeout_s: float = 1800.0, out_dir: Path | None = None,
-            seed: int = 0, drops: Sequence[DropFault] = (), server_link: str | None = None,
-            dilation: float | str = 1.0, cap_cpu: bool = True, progress: Progress = NoProgress,
-            hosts: Any = None, tls: bool = False, supernode_auth: bool = False) -> AppRun:
-    """Any Flower app, unmodified, with ``num_clients`` SuperNodes on ``profile`` links.
+@dataclass
+class PreparedApp:
+    """An app ready to emulate: its directory, the federation it runs in (the plan), the run config it
+    gets, and how the federation is laid out. The runner gives it a run directory and a records writer
+    (:func:`fedbw.runner.run_app`); :func:`execute_app` runs it."""
+
+    app_dir: Path
+    plan: Plan
+    overrides: dict[str, Any]
+    timeout_s: float
+    drops: Sequence[DropFault]
+    hosts: Any
+    tls: bool
+    supernode_auth: bool
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.plan.clients)
+
+
+def prepare_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None = None,
+                run_config: Sequence[str] = (), timeout_s: float = 1800.0, seed: int = 0,
+                drops: Sequence[DropFault] = (), server_link: str | None = None, dilation: float | str = 1.0,
+                cap_cpu: bool = True, hosts: Any = None, tls: bool = False,
+                supernode_auth: bool = False) -> PreparedApp:
+    """Any Flower app, unmodified, with ``num_clients`` SuperNodes on ``profile`` links: checked and planned.
 
     ``rounds`` sets the app's ``num-server-rounds`` (Flower's template key); ``run_config`` items are
     ``key=value`` (TOML values) passed to ``flwr run --run-config``. ``dilation`` (K or "auto") and
@@ -56,8 +77,6 @@ def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None
     :class:`~fedbw.engines.emulate.hosts.NetnsHosts` puts every process on a network host of its own.
     ``tls`` and ``supernode_auth`` as ``[emulate] tls`` and ``supernode_auth`` (checked the same way).
     """
-    from fedbw.results.rundir import fresh_stamped_dir, write_run_metadata
-
     app_dir = Path(app_dir).resolve()
     check_app_dir(app_dir)
     overrides: dict[str, Any] = dict(split_assignment(i, "--run-config", "num-server-rounds=3") for i in run_config)
@@ -66,27 +85,30 @@ def run_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None
     plan = app_plan(num_clients, profile, seed=seed, server_link=server_link, name=app_dir.name, engine=ENGINE,
                     emulate={"dilation": dilation, "cap_cpu": cap_cpu, "timeout_s": timeout_s, "tls": tls,
                              "supernode_auth": supernode_auth, "hosts": "loopback" if hosts is None else "netns"})
-    run_dir = Path(out_dir) if out_dir is not None else fresh_stamped_dir(Path("runs"), f"{app_dir.name}-{ENGINE}")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_run_metadata(run_dir, plan.config, device=None)
+    return PreparedApp(app_dir, plan, overrides, timeout_s, drops, hosts, tls, supernode_auth)
+
+
+def execute_app(app: PreparedApp, run_dir: Path, writer: RecordWriter, progress: Progress = NoProgress) -> AppRun:
+    """Emulate ``app`` into ``run_dir``: its records through ``writer``, emulate.json and the logs beside."""
+    plan, n = app.plan, app.num_clients
     events_path = run_dir / EVENTS_FILE
     events_path.unlink(missing_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="fedbw-app-"))
     dropped: list[int] = []
-    with RecordWriter(run_dir / "records.jsonl", run_id=run_dir.name, engine=ENGINE) as writer:
-        recorder = RoundRecorder(plan, run_dir.name, events_path, writer, progress, lambda: dropped)
-        try:
-            wrapped = wrapped_copy(app_dir, tmp)
-            res = emulate_app(wrapped, clients_for_plan(plan), run_config=overrides or None, timeout_s=timeout_s,
-                              logs_to=run_dir / LOGS_DIR, drops=drops, tick=recorder.on_tick,
-                              env_extra={EVENTS_ENV: str(events_path), NODES_ENV: str(num_clients)},
-                              shared_link=server_shaper_spec(plan.config.server.link),
-                              dilation=resolve_dilation(plan.config.emulate.dilation, num_clients),
-                              cap_cpu=plan.config.emulate.cap_cpu, hosts=hosts, tls=tls, supernode_auth=supernode_auth)
-            dropped[:] = res.dropped
-            recorder.consume(lambda: res.messages)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    recorder = RoundRecorder(plan, run_dir.name, events_path, writer, progress, lambda: dropped)
+    try:
+        wrapped = wrapped_copy(app.app_dir, tmp)
+        res = emulate_app(wrapped, clients_for_plan(plan), run_config=app.overrides or None, timeout_s=app.timeout_s,
+                          logs_to=run_dir / LOGS_DIR, drops=app.drops, tick=recorder.on_tick,
+                          env_extra={EVENTS_ENV: str(events_path), NODES_ENV: str(n)},
+                          shared_link=server_shaper_spec(plan.config.server.link),
+                          dilation=resolve_dilation(plan.config.emulate.dilation, n),
+                          cap_cpu=plan.config.emulate.cap_cpu, hosts=app.hosts, tls=app.tls,
+                          supernode_auth=app.supernode_auth)
+        dropped[:] = res.dropped
+        recorder.consume(lambda: res.messages)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     write_summary(run_dir / SUMMARY_FILE, res, recorder)
     if recorder.assembler.error:
         raise RunError(f"emulate --app: the app's ServerApp failed: {recorder.assembler.error}\n"

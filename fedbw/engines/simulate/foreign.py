@@ -43,17 +43,27 @@ class AppSimulation:
     clientapp_load_s: float | None  #: process start + the app's load the deployment model used, per message
 
 
-def simulate_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None = None,
-                 run_config: Sequence[str] = (), out_dir: Path | None = None, seed: int = 0,
-                 server_link: str | None = None, calibration: str | None = None,
-                 progress: Progress = NoProgress) -> AppSimulation:
-    """Run the Flower app in ``app_dir`` with ``num_clients`` virtual SuperNodes on ``profile`` links.
+@dataclass
+class PreparedAppSimulation:
+    """An app ready to simulate: its directory, the federation (the plan, its ClientApp load shifted to
+    this app's), its run config. The runner gives it a run directory and a records writer
+    (:func:`fedbw.runner.run_app`); :func:`execute_app_simulation` runs it."""
+
+    app_dir: Path
+    plan: Plan
+    overrides: dict[str, Any]
+    clientapp_load_s: float | None
+
+
+def prepare_app_simulation(app_dir: Path, num_clients: int, profile: str, *, rounds: int | None = None,
+                           run_config: Sequence[str] = (), seed: int = 0, server_link: str | None = None,
+                           calibration: str | None = None) -> PreparedAppSimulation:
+    """The Flower app in ``app_dir`` with ``num_clients`` virtual SuperNodes on ``profile`` links: checked
+    and planned.
 
     ``rounds`` sets the app's ``num-server-rounds`` (Flower's template key); ``run_config`` items are
     ``key=value`` (TOML values) over the app's ``[tool.flwr.app.config]``.
     """
-    from fedbw.results.rundir import fresh_stamped_dir, write_run_metadata
-
     app_dir = Path(app_dir).resolve()
     check_app_dir(app_dir)
     overrides: dict[str, Any] = dict(split_assignment(i, "--run-config", "num-server-rounds=3") for i in run_config)
@@ -70,32 +80,35 @@ def simulate_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int |
         plan = dataclasses.replace(plan, costs=dataclasses.replace(plan.costs, clientapp_other_s=other,
                                                                    app_setup_s=0.0))
         load_s = plan.costs.clientapp_start_s + other
-    run_dir = Path(out_dir) if out_dir is not None else fresh_stamped_dir(Path("runs"), f"{app_dir.name}-{ENGINE}")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    run_id = run_dir.name
-    write_run_metadata(run_dir, plan.config, device="cpu")
+    return PreparedAppSimulation(app_dir, plan, overrides, load_s)
+
+
+def execute_app_simulation(app: PreparedAppSimulation, run_dir: Path, writer: RecordWriter,
+                           progress: Progress = NoProgress) -> AppSimulation:
+    """Simulate ``app`` into ``run_dir``: its rounds on the virtual clock through ``writer``."""
+    plan, run_id = app.plan, run_dir.name
+    num_clients = len(plan.clients)
     events_path = run_dir / EVENTS_FILE
     events_path.unlink(missing_ok=True)
-    spec = {"app_dir": str(app_dir), "clients": num_clients, "overrides": overrides, "events_path": str(events_path),
-            "actors": min(num_clients, actor_count(synthetic=False))}
+    spec = {"app_dir": str(app.app_dir), "clients": num_clients, "overrides": app.overrides,
+            "events_path": str(events_path), "actors": min(num_clients, actor_count(synthetic=False))}
     (run_dir / SPEC_FILE).write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
     clients: list[ClientRoundRecord] = []
     rounds_out: list[RoundRecord] = []
     clock = plan.deployment_clock()
-    with RecordWriter(run_dir / "records.jsonl", run_id=run_id, engine=ENGINE) as writer:
-        def on_round(rnd) -> None:
-            crecs, record = records_from_round_events(plan, run_id, ENGINE, rnd, clock=clock)
-            record.extra["app"] = str(app_dir)
-            writer.write([*crecs, record])
-            clients.extend(crecs)
-            rounds_out.append(record)
 
-        command = [sys.executable, "-m", "fedbw.engines.simulate.app_child", str(run_dir / SPEC_FILE)]
-        run = run_child(command, run_dir, events_path, num_clients, progress, on_round)
+    def on_round(rnd) -> None:
+        crecs, record = records_from_round_events(plan, run_id, ENGINE, rnd, clock=clock)
+        record.extra["app"] = str(app.app_dir)
+        writer.write([*crecs, record])
+        clients.extend(crecs)
+        rounds_out.append(record)
+
+    command = [sys.executable, "-m", "fedbw.engines.simulate.app_child", str(run_dir / SPEC_FILE)]
+    run = run_child(command, run_dir, events_path, num_clients, progress, on_round)
     if run.code != 0 or run.assembler.error:
         raise RunError(failure_message(len(rounds_out), None, run, run_dir))
     if not rounds_out:
         raise RunError(f"the app ran but fedbw saw no training round in {events_path}; its ServerApp sent no "
                        f"train messages (rounds come from group_id or a 'server-round' config value)")
-    return AppSimulation(run_dir, plan, clients, rounds_out, load_s)
-
+    return AppSimulation(run_dir, plan, clients, rounds_out, app.clientapp_load_s)

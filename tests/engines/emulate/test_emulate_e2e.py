@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from fedbw.config import config_from_dict
-from fedbw.engines.emulate import DropFault, run_app
+from fedbw.engines.emulate import DropFault
+from fedbw.runner import run_app
 from fedbw.processes.census import mark_this_process, marked_pids
 from fedbw.flower_protocol import SECAGG_STAGES
 from fedbw.results.records import load_records
@@ -122,7 +123,7 @@ def test_client_killed_mid_round_secagg_survives_above_threshold(tmp_path: Path)
     survivor, below the threshold of 2. 30 s keeps survivors in and costs the test 20 s more.
     """
     before = _workdirs()
-    run = run_app(FIXTURE_APP, 3, "home-80", rounds=1, out_dir=tmp_path / "byo",
+    run = run_app(FIXTURE_APP, 3, "home-80", engine="emulate", rounds=1, out_dir=tmp_path / "byo",
                   run_config=["min-clients=3", "num-params=200000", "secagg=true", "secagg-timeout-s=30.0"],
                   drops=[DropFault(client=2, round=1, stage_index=2)], timeout_s=240)
     _assert_clean(before)
@@ -138,6 +139,11 @@ def test_client_killed_mid_round_secagg_survives_above_threshold(tmp_path: Path)
         assert [s.stage for s in c.stages] == list(SECAGG_STAGES)
         assert c.bytes_up > 200_000 * 8  # int64 masked vector of 200k parameters
     assert (tmp_path / "byo" / "records.jsonl").exists()
+    # an app's run goes through the runner like any other: its summary and plots, readable by compare
+    from fedbw.compare import load_run
+
+    assert (tmp_path / "byo" / "summary.json").is_file() and list((tmp_path / "byo").glob("*.png"))
+    assert load_run(tmp_path / "byo").summary.rounds == 1
 
 
 def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
@@ -172,7 +178,7 @@ def test_message_api_quickstart_gets_round_records_under_dilation(tmp_path: Path
     before = _workdirs()
     root = cgroup_root()
     groups_before = set() if isinstance(root, str) else {p.name for p in root.path.glob("fedbw-*")}
-    run = run_app(QUICKSTART_APP, 2, "home-30", rounds=2, out_dir=tmp_path / "run", dilation=2.0)
+    run = run_app(QUICKSTART_APP, 2, "home-30", engine="emulate", rounds=2, out_dir=tmp_path / "run", dilation=2.0)
     _assert_clean(before)
     assert [r.round for r in run.rounds] == [1, 2]
     for rec in run.rounds:

@@ -158,13 +158,13 @@ def _round_rows(run_dir: Path) -> list[dict]:
 def test_three_client_hosts_two_rounds_match_a_single_host_emulate(tmp_path: Path) -> None:
     import psutil
 
-    from fedbw.engines.emulate import run_app
+    from fedbw.runner import run_app
 
     before = set(netns.namespaces())
     runs = {}
     for kind, hosts in (("hosts", NetnsHosts()), ("single", None)):  # side by side, same app and links
-        runs[kind] = run_app(FIXTURE_APP, 3, "home-30", rounds=2, run_config=RUN_CONFIG, out_dir=tmp_path / kind,
-                             dilation="auto", hosts=hosts)
+        runs[kind] = run_app(FIXTURE_APP, 3, "home-30", engine="emulate", rounds=2, run_config=RUN_CONFIG,
+                             out_dir=tmp_path / kind, dilation="auto", hosts=hosts)
     assert set(netns.namespaces()) == before, "namespaces left behind"
     multi, single = tmp_path / "hosts", tmp_path / "single"
 
@@ -238,11 +238,12 @@ def _processes_across_hosts(psutil) -> list:
 def test_a_failed_run_across_hosts_leaves_no_namespace_or_process(tmp_path: Path) -> None:
     import psutil
 
-    from fedbw.engines.emulate import run_app
+    from fedbw.runner import run_app
 
     before = set(netns.namespaces())
     with pytest.raises(RunError, match="did not finish within"):
-        run_app(FIXTURE_APP, 3, "home-30", rounds=2, out_dir=tmp_path / "run", timeout_s=1.0, hosts=NetnsHosts())
+        run_app(FIXTURE_APP, 3, "home-30", engine="emulate", rounds=2, out_dir=tmp_path / "run", timeout_s=1.0,
+                hosts=NetnsHosts())
     assert set(netns.namespaces()) == before
     assert not _processes_across_hosts(psutil)
 
