@@ -322,12 +322,51 @@ def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "rows_transfers_within_target": sum(e <= TARGETS["transfer_median_abs_error"] for e in clean)}
 
 
+STABILITY = ROOT / "benchmarks" / "results" / "validation-stability.json"
+
+
+def stability(other: Path) -> dict[str, Any]:
+    """Issue 31.6: the grid's steady rounds as estimate predicts them with the frozen (shipped) calibration
+    and with ``other`` (another calibration of this machine, measured hours apart), side by side: how much
+    of a prediction is the hour the constants were measured at. estimate only: the two differ in Flower's
+    costs alone, the bytes and the compute being the model's in both."""
+    from fedbw.calibration.file import default_calibration, read_calibration
+    from fedbw.engines.estimate import run_estimate
+    from fedbw.plan import build_plan
+
+    shipped, alt = default_calibration(), read_calibration(other)
+    rows = []
+    for g in GRID:
+        cfg = row_config(*g)
+        means = []
+        for cal in (None, str(other)):
+            c = config_from_dict({**cfg, "engine": "estimate", "deployment": {"calibration": cal}})
+            res = run_estimate(build_plan(c), "stability")
+            means.append(statistics.mean(r.round_time_s for r in res.rounds if r.round >= 2))
+        rows.append({"row": row_id(*g), "shipped_s": means[0], "other_s": means[1], "diff": means[1] / means[0] - 1})
+    return {"date": now(), "machine": machine(),
+            "shipped": {"fingerprint": shipped.fingerprint, "created_utc": shipped.provenance.get("created_utc"),
+                        "measured_by": shipped.provenance.get("measured_by")},
+            "other": {"file": str(other), "fingerprint": alt.fingerprint,
+                      "created_utc": alt.provenance.get("created_utc"), "measured_by": alt.provenance.get("measured_by")},
+            "rows": rows, "max_abs_diff": max(abs(r["diff"]) for r in rows),
+            "made_by": {"model_version": frozen_now()["model_version"], "calibration": shipped.fingerprint}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--new", action="store_true", help="start another validation (freeze the model again)")
     ap.add_argument("--only", default=None, help="rows to run, comma-separated (default: the whole grid)")
     ap.add_argument("--summarize", action="store_true", help="only write the result from the run log")
+    ap.add_argument("--stability", type=Path, default=None, metavar="CALIBRATION",
+                    help="issue 31.6: the grid's rounds under the shipped calibration and this one, side by side "
+                         "(estimate; writes benchmarks/results/validation-stability.json)")
     args = ap.parse_args()
+    if args.stability is not None:
+        data = stability(args.stability)
+        STABILITY.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(f"largest difference {100 * data['max_abs_diff']:.1f} %; wrote {STABILITY.relative_to(ROOT)}")
+        return
     for var in ("FLWR_TELEMETRY_ENABLED", "RAY_USAGE_STATS_ENABLED"):
         import os
         os.environ[var] = "0"

@@ -67,3 +67,19 @@ def validation_markdown(data: dict[str, Any]) -> str:
                + (": " + "; ".join(f"{e['row']} {e['kind']} ({e.get('error', '?')})" for e in failed) if failed else "")
                + f". Written {data['date']}.\n")
     return "\n".join(x for x in out if x)
+
+
+@result_table("fidelity.stability", "validation-stability.json", f"{VALIDATE_CMD} --stability CALIBRATION",
+              model=True)
+def stability_markdown(data: dict[str, Any]) -> str:
+    """Issue 31.6: the grid's steady rounds under two calibrations of this machine, side by side."""
+    a, b = data["shipped"], data["other"]
+    rows = [[r["row"], fmt_s(r["shipped_s"]), fmt_s(r["other_s"]), fmt_signed_pct(r["diff"])] for r in data["rows"]]
+    within = sum(abs(r["diff"]) <= 0.03 for r in data["rows"])
+    return (f"Shipped calibration {a['fingerprint']} (fitted {a['created_utc']}) against {b['fingerprint']} "
+            f"(`{b['file']}`, fitted {b['created_utc']}; measured by `{b['measured_by']}`); estimate's steady "
+            f"rounds of the validation grid:\n\n"
+            + md_table(["row", "shipped", "other", "difference"], rows)
+            + f"\n{within} of {len(rows)} rows within 3 %; largest difference "
+              f"{fmt_signed_pct(max((r['diff'] for r in data['rows']), key=abs))}. Written {data['date']} on "
+              f"{data['machine']}.\n")

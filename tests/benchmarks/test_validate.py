@@ -73,3 +73,15 @@ def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path
     text = validation_markdown(out)
     assert "1 failed: r trial (boom)" in text and "No row finished yet" in text
     json.dumps(out)  # the result is plain JSON
+
+
+def test_the_stability_table_counts_rows_within_three_percent() -> None:
+    from fedbw.report.validation_table import stability_markdown
+
+    data = {"date": "d", "machine": "m", "shipped": {"fingerprint": "c-a", "created_utc": "t1"},
+            "other": {"file": "f.toml", "fingerprint": "c-b", "created_utc": "t2", "measured_by": "fedbw calibrate"},
+            "rows": [{"row": "r1", "shipped_s": 10.0, "other_s": 10.2, "diff": 0.02},
+                     {"row": "r2", "shipped_s": 10.0, "other_s": 8.7, "diff": -0.13}],
+            "max_abs_diff": 0.13}
+    text = stability_markdown(data)
+    assert "1 of 2 rows within 3 %" in text and "largest difference -13.0 %" in text
