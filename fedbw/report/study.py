@@ -7,8 +7,6 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from rich.table import Table
-
 from fedbw.report import tables
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.results.rundir import environment
@@ -72,15 +70,33 @@ def _steady_note(res: StudyResult) -> str:
             f"communication's share of the round (the rest is framework and client compute, {compute})")
 
 
-def rich_table(res: StudyResult) -> Table:
+#: The terminal table's key columns, never cut (the rest leave, least important first, where the terminal is
+#: too narrow: STUDY_DROP).
+STUDY_KEY = ("variant", "profile", "up/client", "round", "comm")
+#: The order the other columns leave a narrow terminal's table in: SecAgg+'s clip counts, the first round,
+#: bytes down, framework, comm time, the uplink ratio, accuracy, then ε with its terms (never one without
+#: the other: an ε without its sampling, adjacency and δ promises nothing).
+STUDY_DROP = ("clipped / wrapped", "round 1", "down/client", "framework", "comm time", "up vs {baseline}",
+              "accuracy", ("ε", "ε terms"))
+
+
+def rich_table(res: StudyResult) -> tables.FitTable:
+    """The study in the terminal: every column of study.md where the terminal is wide enough; where it is not
+    (privacy-overhead's table is about 200 columns wide), the key columns — variant, profile, up/client, round
+    (with its interval), comm — stay whole and the others leave in STUDY_DROP's order (privacy-overhead at 160
+    columns: clipped / wrapped, round 1, down/client; at 80: all of them); the caption names them. study.md
+    always has every column."""
     s = res.study
-    t = tables.new_table(f"Study {s.name} ({s.engine}, network clock)",
-                         [c.format(baseline=s.baseline) for c in COLUMNS], left=("profile",))
+    head = [c.format(baseline=s.baseline) for c in COLUMNS]
+    cols = [tables.Col(h, key=c in STUDY_KEY, left=c == "profile") for c, h in zip(COLUMNS, head)]
+    named = {c: c.format(baseline=s.baseline) for c in COLUMNS}
+    drop = [tuple(named[c] for c in u) if isinstance(u, tuple) else named[u] for u in STUDY_DROP]
+    t = tables.FitTable(f"Study {s.name} ({s.engine}, network clock)", cols, drop=drop, caption=_steady_note(res),
+                        left_out="the study's study.md has every column")
     for r in res.rows:
         cells = _cells(r)
         cells[COLUMNS.index("comm")] = tables.fmt_frac(r.comm_fraction, r.bandwidth_bound)
         t.add_row(*cells)
-    t.caption = _steady_note(res)
     return t
 
 

@@ -12,8 +12,6 @@ from fedbw.report import tables
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from fedbw.results.compared import ComparedRun
     from fedbw.results.estimates import EstimateReport, SweepPoint
     from fedbw.results.summary import RunSummary
@@ -139,36 +137,34 @@ def comparison_rows(runs: Sequence["ComparedRun"], target: float | None) -> list
     return rows
 
 
+#: Rows of the side-by-side table whose cells are words, not one figure: they may wrap at their words.
+PROSE_ROWS = ("privacy", "ε (sampling, adjacency, δ)", "host share (emulate)")
+
+
 def render_comparison(console: Console, runs: Sequence["ComparedRun"], target: float | None = None) -> None:
-    """Runs side by side: one column per run, one row per figure; then client time per profile."""
-    t = _runs_table("Runs side by side", "", [r.label for r in runs])
+    """Runs side by side: one column per run, one row per figure; then client time per profile.
+
+    Nothing is cut at any width the first column and one run fit in (about 60 columns): every column is key,
+    the figures' names and each run's figures (round time with its interval, comm share, bytes, …) stay whole
+    on one line; the runs' labels and the prose rows (privacy, ε with its terms, host share) wrap at their
+    words; where the runs do not fit side by side (at 80 columns, usually two or three do), they come in
+    groups, one table per group, each with the figures' names again."""
+    labels = [escape(r.label) for r in runs]
+    t = tables.SideBySideTable("Runs side by side", "", labels, caption=COMPARISON_CAPTION)
     for what, cells in comparison_rows(runs, target):
-        t.add_row(what, *[f"[bold red]{escape(c)}[/]" if "▲" in c else
-                          f"[bold yellow]{escape(c)}[/]" if "◆" in c else escape(c) for c in cells])
-    t.caption = COMPARISON_CAPTION
+        t.add_row(escape(what), [f"[bold red]{escape(c)}[/]" if "▲" in c else
+                                 f"[bold yellow]{escape(c)}[/]" if "◆" in c else escape(c) for c in cells],
+                  wrap=what in PROSE_ROWS)
     console.print(t)
     summaries = [r.summary for r in runs]
     profiles = sorted({p for s in summaries for p in s.per_profile_client_time_s})
     if profiles:
-        p = _runs_table("Mean client time per round by profile (upload in brackets)", "profile",
-                        [r.label for r in runs])
+        p = tables.SideBySideTable("Mean client time per round by profile (upload in brackets)", "profile", labels)
         for name in profiles:
-            p.add_row(name, *[(f"{fmt_s(s.per_profile_client_time_s[name])} "
-                               f"({fmt_s(s.per_profile_up_s[name])})")
-                              if name in s.per_profile_client_time_s else "-" for s in summaries])
+            p.add_row(escape(name), [(f"{fmt_s(s.per_profile_client_time_s[name])} "
+                                      f"({fmt_s(s.per_profile_up_s[name])})")
+                                     if name in s.per_profile_client_time_s else "-" for s in summaries])
         console.print(p)
-
-
-def _runs_table(title: str, first: str, labels: Sequence[str]) -> "Table":
-    """A table with one column per run whose headers (the runs' labels) wrap, so no figure is cut."""
-    from rich import box
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column(first, justify="left", no_wrap=True)
-    for label in labels:
-        t.add_column(escape(label), justify="right", overflow="ellipsis")
-    return t
 
 
 def render_grid_sweep(console: Console, sweep_dir: Path, index: "SweepIndex",
