@@ -266,6 +266,7 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
                 if max(x[f"{d}_s"], m[f"{d}_s"]) >= 1.0 and m[f"{d}_s"] > 0:
                     transfers.append(abs(x[f"{d}_s"] / m[f"{d}_s"] - 1))
     host_bound = sum(bool(r["host_bound"]) for t in trials for r in t["rounds"])
+    refs = [t[k] for t in trials for k in ("host_reference_before_s", "host_reference_after_s") if t.get(k)]
     return {
         "row": rid, "trials": len(trials), "dilation": trials[0]["dilation"],
         "emulate_steady_rounds_s": [r["round_time_s"] for r in pooled], "emulate_mean_s": mean_e,
@@ -279,6 +280,11 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
         "transfers_ge_1s": len(transfers),
         "transfer_median_abs_error": statistics.median(transfers) if transfers else None,
         "host_bound_rounds": host_bound, "rounds": sum(len(t["rounds"]) for t in trials),
+        # where a round's time went, steady means: the gap between the engines is in one of these
+        **{f"{engine}_{part}_s": statistics.mean(r[f"{part}_time_s"] for r in rounds)
+           for engine, rounds in (("emulate", pooled), ("simulate", model_steady)) for part in ("comm", "framework")},
+        # the host's reference (a fresh ClientApp load) around the trials: its speed while they ran
+        "host_reference_s": statistics.mean(refs) if refs else None,
     }
 
 
@@ -297,6 +303,7 @@ def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
             if len(trials) == f["trials"] and model is not None:
                 rows.append(row_result(rid, trials, model))
         validations.append({"freeze": {k: v for k, v in f.items() if k != "kind"},
+                            "calibration_host_reference_s": _calibration_reference(f["calibration"]),
                             "made_by": {"model_version": f["model_version"], "calibration": f["calibration"]},
                             "rows": rows,
                             "rows_planned": len(f["grid"]), "verdict": verdict(rows)})
@@ -305,6 +312,14 @@ def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
     return {"benchmark": "validate", "date": now(), "machine": machine(), "targets": TARGETS,
             "made_by": validations[-1]["made_by"] if validations else None,
             "validations": validations, "run_log": runs}
+
+
+def _calibration_reference(fingerprint: str) -> float | None:
+    """The shipped calibration's host reference, when it is the frozen one (its fingerprint matches)."""
+    from fedbw.calibration.file import HOST_REFERENCE, default_calibration
+
+    cal = default_calibration()
+    return cal.provenance.get(HOST_REFERENCE) if cal.fingerprint == fingerprint else None
 
 
 def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:

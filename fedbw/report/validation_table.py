@@ -36,6 +36,13 @@ def _rows(rows: list[dict[str, Any]]) -> str:
     return md_table(head, body)
 
 
+def _parts(rows: list[dict[str, Any]]) -> str:
+    head = ["row", "emulate comm", "simulate comm", "emulate framework", "simulate framework", "host reference"]
+    return md_table(head, [[r["row"], fmt_s(r["emulate_comm_s"]), fmt_s(r["simulate_comm_s"]),
+                            fmt_s(r["emulate_framework_s"]), fmt_s(r["simulate_framework_s"]),
+                            fmt_s(r.get("host_reference_s"))] for r in rows])
+
+
 def _verdict(v: dict[str, Any], targets: dict[str, float], planned: int) -> str:
     if not v.get("rows"):
         return f"No row finished yet (of {planned} planned).\n"
@@ -60,6 +67,11 @@ def validation_markdown(data: dict[str, Any]) -> str:
                    f"{f['commit'][:10]}; {f['rounds']} rounds a run, {f['trials']} emulate trials a row, dilation "
                    f"≤ {f['max_dilation']}; {f['machine']}.\n")
         out.append(_rows(val["rows"]) if val["rows"] else "")
+        if val["rows"] and "emulate_comm_s" in val["rows"][0]:
+            out.append("\nWhere the steady rounds' time went (means), and the host's speed while the trials ran (a fresh "
+                       "ClientApp load; the calibration's own: "
+                       + fmt_s(val.get("calibration_host_reference_s")) + "):\n")
+            out.append(_parts(val["rows"]))
         out.append("\n" + _verdict(val["verdict"], data["targets"], val["rows_planned"]))
     log = data["run_log"]
     failed = [e for e in log if e.get("status") != "ok"]
