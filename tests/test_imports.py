@@ -1,8 +1,9 @@
 """The layout's dependency rules, read from the source: every ``import`` in every fedbw module, those
 inside functions and under ``if TYPE_CHECKING:`` included (a lazy import is still a dependency).
 
-* ``fedbw.netmodel``, ``fedbw.shaper`` and ``fedbw.privacy`` import neither Flower nor torch — not
-  directly and not through any fedbw module they import;
+* the pure packages (:data:`PURE`: ``fedbw.netmodel``, ``fedbw.shaper``, ``fedbw.privacy``, ``fedbw.netns``,
+  ``fedbw.traces``) import neither Flower nor torch — not directly and not through any fedbw module
+  they import;
 * ``fedbw.fl`` never imports ``fedbw.engines``;
 * there is no import cycle between fedbw modules;
 * packages sit in docs/architecture.md's layers (:data:`LAYERS`) and import only downward, so no two
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "fedbw"
-PURE = ("fedbw.netmodel", "fedbw.shaper", "fedbw.privacy", "fedbw.netns")
+PURE = ("fedbw.netmodel", "fedbw.shaper", "fedbw.privacy", "fedbw.netns", "fedbw.traces")
 HEAVY = ("flwr", "torch")
 
 
@@ -147,7 +148,7 @@ def test_no_module_is_much_longer_than_400_lines() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fedbw", "fedbw.errors", "fedbw.files", "fedbw.tomlvalue", "fedbw.flower_protocol"),
     ("fedbw.catalog", "fedbw.device", "fedbw.processes", "fedbw.shaper", "fedbw.netns", "fedbw.timewarp",
-     "fedbw.netmodel", "fedbw.models", "fedbw.privacy"),
+     "fedbw.netmodel", "fedbw.traces", "fedbw.models", "fedbw.privacy"),
     ("fedbw.config", "fedbw.calibration"),
     ("fedbw.links", "fedbw.results"),
     ("fedbw.plan",),

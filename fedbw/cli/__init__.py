@@ -7,7 +7,7 @@ Commands are grouped by what they touch (`fedbw --help` lists them in the order 
 consoles and error handling.
 """
 
-from fedbw.cli import analytic, datacenter, deployment, experiments, results  # noqa: F401 - registers the commands
+from fedbw.cli import analytic, datacenter, deployment, experiments, results, traces  # noqa: F401 - registers the commands
 from fedbw.cli.common import app
 
 

@@ -18,7 +18,7 @@ from fedbw.errors import FedbwError
 #: The order `fedbw --help` lists the commands in: what a user needs first (run an experiment, answer
 #: without one, sweep, study, read and compare results), then the tools behind them.
 COMMAND_ORDER = ("run", "estimate", "sweep", "study", "report", "compare", "validate", "emulate", "simulate",
-                 "profiles", "models", "allreduce", "step", "calibrate", "shape", "docs")
+                 "profiles", "trace", "models", "allreduce", "step", "calibrate", "shape", "docs")
 
 
 class _InUserOrder(typer.core.TyperGroup):

@@ -1,0 +1,92 @@
+"""A link-rate trace as a person looks at it: per direction its duration, time-weighted mean, 10th and
+90th percentile and a one-line sparkline in the terminal (`fedbw trace show`), and both directions
+as steps in a PNG (``--png``)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fedbw.report.format import fmt_s
+from fedbw.traces import DIRECTIONS, RateSeries, RateTrace
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+#: Eight heights, lowest first; a cell whose rate is 0 (link down) is a space.
+BLOCKS = "▁▂▃▄▅▆▇█"
+_LABEL = "{:<5} "
+
+
+def sparkline(series: RateSeries, width: int) -> str:
+    """One period of ``series`` in ``width`` cells, each the time-weighted mean rate over its slice of
+    the period, scaled to the highest cell (a space where the link is down for the whole slice)."""
+    width = max(1, width)
+    edges = [series.duration_s * i / width for i in range(width + 1)]
+    cells = [series.mean_between(a, b) for a, b in zip(edges, edges[1:])]
+    top = max(cells)
+    return "".join(_block(v / top) if v > 0.0 else " " for v in cells)
+
+
+def _block(share: float) -> str:
+    """The block for a cell at ``share`` (0, 1] of the top: the lowest block that reaches it."""
+    level = math.ceil(share * len(BLOCKS) - 1e-9)  # 1e-9: 0.5 of the top is ▄, not ▅ by rounding
+    return BLOCKS[min(len(BLOCKS), max(1, level)) - 1]
+
+
+def _mbps(value: float) -> str:
+    return f"{value:.3g} Mbps" if value < 100 else f"{value:.0f} Mbps"
+
+
+def direction_summary(series: RateSeries) -> str:
+    """``duration 1.0 min · mean 12.3 Mbps · p10 4.1 Mbps · p90 20 Mbps``: the numbers `trace show` prints."""
+    return (f"duration {fmt_s(series.duration_s)} · mean {_mbps(series.mean())} · "
+            f"p10 {_mbps(series.percentile(10))} · p90 {_mbps(series.percentile(90))}")
+
+
+def render_trace(console: Console, trace: RateTrace) -> None:
+    """What `fedbw trace show` prints: the trace's source, then each direction's numbers and sparkline
+    (as wide as the console), the loop it repeats noted once."""
+    console.print(f"trace {trace.name} — {trace.source}", markup=False, highlight=False)
+    width = console.width - len(_LABEL.format(""))
+    for direction in DIRECTIONS:
+        series = trace.series(direction)
+        console.print(_LABEL.format(direction) + direction_summary(series), markup=False, highlight=False)
+        console.print(_LABEL.format("") + sparkline(series, width), markup=False, highlight=False)
+    console.print("the trace loops: after its duration it starts again from 0 (sparklines: one loop, "
+                  "scaled to each direction's highest rate)", markup=False, highlight=False, style="dim")
+
+
+def plot_trace(trace: RateTrace, path: Path) -> Path:
+    """Both directions' rates over one loop as steps, each with its mean dashed, in ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fedbw.files.atomic import write_error
+
+    fig, axes = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
+    for ax, direction, color in zip(axes, DIRECTIONS, ("#C44E52", "#4C72B0")):
+        series = trace.series(direction)
+        times = [t for t, _ in series.steps] + [series.duration_s]
+        rates = [r for _, r in series.steps]
+        ax.stairs(rates, times, color=color, linewidth=1.2, label=f"{direction}link")
+        ax.axhline(series.mean(), color=color, linestyle="--", linewidth=0.9,
+                   label=f"mean {_mbps(series.mean())}")
+        ax.set_ylabel(f"{direction} (Mbps)")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper right", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("time since the trace's start (s)")
+    fig.suptitle(f"{trace.name}: link rate ({trace.format}; the trace loops)")
+    fig.tight_layout()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    finally:
+        plt.close(fig)
+    return path
