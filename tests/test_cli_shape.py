@@ -63,8 +63,7 @@ def test_shape_cli_limits_a_real_transfer_and_stops_on_ctrl_c():
             time.sleep(0.01)
         client.close()
         assert received["bytes"] == len(payload)
-        elapsed = received["last"] - t0
-        assert 0.45 < elapsed < 1.5, elapsed
+        assert received["last"] - t0 >= 0.49  # shaped: 4 Mbit at 8 Mbps take 0.5 s at least
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=20)

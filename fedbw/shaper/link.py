@@ -282,7 +282,8 @@ class LinkDirection:
         if self.rate is not None or self.delay is not None:
             # A timer of its own: how late callbacks land depends on what schedules them (a chain of
             # timer callbacks lands differently from I/O-driven ones), so each link learns its own.
-            self.scheduler = LinkScheduler(self.rate, self.delay, timer=PerfTimer(loop), clock=clock)
+            self.scheduler = LinkScheduler(self.rate, self.delay, timer=PerfTimer(loop, clock=clock),
+                                           clock=clock)
 
     def close(self) -> None:
         if self.scheduler is not None:

@@ -65,7 +65,8 @@ def dilated_quantum_s(n_routes: int, factor: float) -> float:
 
 
 class PerfTimer:
-    """Runs callbacks at ``time.perf_counter()`` deadlines on an event loop, learning its lateness.
+    """Runs callbacks at ``clock()`` deadlines (``time.perf_counter()`` unless given) on an event loop,
+    learning its lateness.
 
     Both loops wait in whole milliseconds: asyncio's epoll rounds up (≈ 0.7 ms late on average
     here, and CPython's double rounding turns some waits, e.g. 9 ms, into one more ms); uvloop rounds
@@ -75,25 +76,27 @@ class PerfTimer:
     early, which centres deliveries on their deadlines.
     """
 
-    __slots__ = ("_loop", "lead_s", "_same_epoch")
+    __slots__ = ("_loop", "_clock", "lead_s", "_same_epoch")
 
     STEP_S = 0.00002
     MAX_LEAD_S = 0.001
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, *, lead_s: float = 0.0005) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, lead_s: float = 0.0005,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self._loop = loop
+        self._clock = clock  #: the clock deadlines are on: the link's (a virtual one in tests)
         self.lead_s = lead_s
         # On Linux loop.time() (asyncio: CLOCK_MONOTONIC; uvloop: libuv's cached ms clock) counts
         # from the same origin as perf_counter(). Then a deadline is handed to call_at() as is:
         # uvloop measures call_later() delays from its stale cached clock and would fire early by
         # however long the current loop iteration has run.
-        self._same_epoch = abs(loop.time() - time.perf_counter()) < 0.05
+        self._same_epoch = abs(loop.time() - clock()) < 0.05
 
     def call_at(self, t_s: float, callback: Callable[[], None]) -> asyncio.TimerHandle:
-        """Schedule ``callback`` at perf_counter time ``t_s`` (minus the learned lead)."""
+        """Schedule ``callback`` at clock time ``t_s`` (minus the learned lead)."""
         if self._same_epoch:
             return self._loop.call_at(t_s - self.lead_s, callback)
-        delay = t_s - time.perf_counter() - self.lead_s
+        delay = t_s - self._clock() - self.lead_s
         return self._loop.call_later(delay if delay > 0.0 else 0.0, callback)
 
     def observe(self, lateness_s: float) -> None:

@@ -83,10 +83,9 @@ def test_stop_escalates_to_sigkill(tmp_path: Path) -> None:
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
     child = Child("stubborn", [PY, "-c", code], os.environ, tmp_path / "s.log")
     child.wait_for_line("ready", 10)
-    t0 = time.monotonic()
     child.stop(grace_s=0.5)
     assert not child.group_alive()
-    assert time.monotonic() - t0 < 5
+    assert child.returncode == -signal.SIGKILL  # killed by stop's escalation, not gone by itself (60 s on)
 
 
 def test_detached_grandchildren_are_found_and_stopped(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 from fedbw.shaper import LinkSpec, Shaper, ShaperError, ShaperThread
 from tests.shaper.helpers import Sink, route, run, upload
+from tests.shaper.virtual import EARLY_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,7 +77,8 @@ def test_shaper_thread_serves_blocking_code():
                 sock.shutdown(socket.SHUT_WR)
                 assert sock.recv(10) == b"ok"
                 elapsed = time.perf_counter() - t0
-            assert 0.098 <= elapsed <= 0.2  # 200 kB at 16 Mbps = 0.1 s (rates are checked in test_shaper_loopback)
+            # shaped: 200 kB at 16 Mbps take 0.1 s at least (how close to 0.1 s: test_shaper_virtual.py)
+            assert elapsed >= 0.1 - EARLY_S
             snap = st.snapshot()
             assert snap["clients"]["c0"]["up"]["bytes_out"] == 200_000
         finally:

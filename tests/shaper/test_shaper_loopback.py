@@ -1,6 +1,10 @@
-"""Real loopback transfers through the shaper: rates and latency measured at the receiver.
+"""Real loopback transfers through the shaper: what arrives, in what order, with what errors.
 
-Each test moves ≈ 1 s of traffic; tolerances allow for a busy 2-core machine.
+Time is asserted only one way: a shaped transfer is never faster than its link (less the scheduler's
+timer grid, ``EARLY_S``), which host load cannot break, since a busy host only makes things later. How
+closely the timing follows the link is asserted on a virtual clock (test_shaper_virtual.py: rate,
+latency, jitter, round robin, traces) and measured on real sockets by benchmarks/shaper.py (goodput,
+0.5 s windows, added latency).
 """
 
 from __future__ import annotations
@@ -9,14 +13,15 @@ import asyncio
 import gc
 import math
 import socket
-import statistics
 import struct
 import time
 
 import pytest
 
 from fedbw.shaper import ClientRoute, LinkSpec, Shaper, ShaperError
+from fedbw.shaper.link import mbps_to_bytes_per_s
 from tests.shaper.helpers import LOOPS, Echo, Sink, open_fds, route, run, upload
+from tests.shaper.virtual import EARLY_S
 
 MB = 1_000_000
 
@@ -31,7 +36,7 @@ def test_upload_rate_at_receiver(loop_kind):
             return rec.t_last_s - t0
 
     elapsed = run(main, loop_kind)
-    assert elapsed == pytest.approx(1.0, rel=0.03)  # 1 MB at 8 Mbps of payload
+    assert elapsed >= 1.0 - EARLY_S  # shaped: 1 MB at 8 Mbps of payload takes 1 s at least
 
 
 def test_download_rate_at_receiver():
@@ -49,7 +54,7 @@ def test_download_rate_at_receiver():
 
     n, elapsed = run(main)
     assert n == MB
-    assert elapsed == pytest.approx(1.0, rel=0.03)
+    assert elapsed >= 1.0 - EARLY_S  # the download direction is shaped at its own 8 Mbps
 
 
 async def _ping_rtts(port: int, count: int) -> list[float]:
@@ -74,9 +79,9 @@ def test_added_latency_ping_pong(loop_kind):
             return await _ping_rtts(shaper.ports["c0"], 12)
 
     rtts = run(main, loop_kind)
-    # late by a few ms when the shared machine is busy, never early beyond the 1 ms timer grid
-    assert 0.069 <= statistics.median(rtts) <= 0.074
-    assert min(rtts) >= 0.068  # timers run on a 1 ms grid: a delivery may be up to 1 ms early
+    # never below the 70 ms the link adds (each way a delivery may be up to EARLY_S early); late by
+    # however much a busy host adds, which is the benchmark's to measure, not this test's
+    assert len(rtts) == 12 and min(rtts) >= 0.070 - 2 * EARLY_S
 
 
 def test_jitter_stays_in_bounds_and_keeps_byte_order():
@@ -97,11 +102,8 @@ def test_jitter_stays_in_bounds_and_keeps_byte_order():
             return rtts, bytes(sink.conns[-1].data), payload
 
     rtts, got, sent = run(main)
-    assert got == sent
-    assert min(rtts) >= 0.0095  # never below latency - jitter (minus the 0.5 ms timer grid)
-    within = [r for r in rtts if r <= 0.031]
-    assert len(within) >= 0.8 * len(rtts)  # 20 ± 10 ms; a busy machine may add a few late ones
-    assert statistics.pstdev(rtts) > 0.002  # jitter is really there
+    assert got == sent  # every chunk jittered on its own, the byte stream still in order
+    assert len(rtts) == 20 and min(rtts) >= 0.010 - EARLY_S  # never below latency - jitter
 
 
 def test_connections_of_one_client_share_its_link():
@@ -111,14 +113,14 @@ def test_connections_of_one_client_share_its_link():
             starts = await asyncio.gather(*(upload(port, MB // 2, read_reply=False) for _ in range(2)))
             await sink.wait_done(2)
             t0 = min(s for s, _ in starts)
-            return [c.t_last_s - t0 for c in sink.conns]
+            return [c.t_last_s - t0 for c in sink.conns], [c.n_bytes for c in sink.conns]
 
-    ends = run(main)
-    assert max(ends) == pytest.approx(1.0, rel=0.03)  # aggregate = the link rate
-    assert min(ends) > 0.9  # round robin: both progress together
+    ends, n_bytes = run(main)
+    assert n_bytes == [MB // 2, MB // 2]
+    assert max(ends) >= 1.0 - EARLY_S  # the aggregate is held to the one link's rate (round robin: virtual clock)
 
 
-def test_clients_have_independent_links():
+def test_clients_have_their_own_links_and_ledger_totals():
     async def main():
         async with Sink() as sink, Shaper(
             [route("a", sink.port, LinkSpec(8, 100)), route("b", sink.port, LinkSpec(8, 100))]
@@ -135,7 +137,7 @@ def test_clients_have_independent_links():
 
     ends, snap = run(main)
     for end in ends:
-        assert end == pytest.approx(0.5, rel=0.04)
+        assert end >= 0.5 - EARLY_S  # each shaped at 8 Mbps (that they do not share a bucket: virtual clock)
     assert snap["clients"]["a"]["up"]["bytes_out"] == MB // 2 == snap["clients"]["b"]["up"]["bytes_out"]
 
 
@@ -180,7 +182,7 @@ def test_client_vanishing_mid_transfer_leaves_others_alone():
 
     elapsed, n, snap = run(main)
     assert n == MB // 2
-    assert elapsed == pytest.approx(0.5, rel=0.04)
+    assert elapsed >= 0.5 - EARLY_S  # still shaped
     by_client = {c["client_id"]: c for c in snap["connections"]}
     assert by_client["gone"]["error"] and "client" in by_client["gone"]["error"]
     assert by_client["ok"]["error"] is None
@@ -247,24 +249,36 @@ def test_start_errors_are_clear(monkeypatch):
 
 
 def test_rate_trace_steps_and_link_down():
+    """16 Mbps, down from 0.3 s to 0.6 s after start, then 16 Mbps again: at every moment the receiver has
+    had at most what the trace lets through by then (nothing more while the link is down), and bytes flow
+    again once it is back. How many bytes each period carries: test_shaper_virtual.py."""
+    down_s, up_s = 0.3, 0.6
+    rate = mbps_to_bytes_per_s(16)
+
+    def allowed(t):  # what the trace carries from the shaper's start to t
+        return rate * (min(t, down_s) + max(0.0, t - up_s))
+
     async def main():
-        link = LinkSpec(16, 100, up_trace=((0.3, 0), (0.6, 16)))
+        link = LinkSpec(16, 100, up_trace=((down_s, 0), (up_s, 16)))
         async with Sink() as sink, Shaper([route("c0", sink.port, link)]) as shaper:
             t0 = shaper.t0_s
             task = asyncio.ensure_future(upload(shaper.ports["c0"], 10 * MB, read_reply=False))
-            await asyncio.sleep(1.0)
+            # until more has arrived than the link could carry before it went down: it came back (the
+            # deadline only guards against a hang; a busy host just takes longer to get there)
+            deadline = time.perf_counter() + 30.0
+            while not (sink.conns and sink.conns[0].n_bytes > allowed(up_s)):
+                assert time.perf_counter() < deadline and not task.done(), "no bytes after the link came back"
+                await asyncio.sleep(0.01)
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             return [(t - t0, n) for t, n in sink.conns[0].samples]
 
     samples = run(main)
-    def delivered(a, b):
-        return sum(n for t, n in samples if a <= t < b)
-    assert delivered(0.32, 0.6) == 0  # link down
-    rate_bytes = 16e6 / 8
-    t_first = samples[0][0]  # the connection needs a few ms to open
-    assert delivered(0.0, 0.3) == pytest.approx((0.3 - t_first) * rate_bytes, rel=0.06)
-    assert delivered(0.6, 0.95) == pytest.approx(0.35 * rate_bytes, rel=0.06)
+    through = 0
+    for t, n in samples:
+        through += n
+        assert through <= allowed(t + EARLY_S), f"{through} B by {t:.3f} s: more than the link carries"
+    assert through > allowed(up_s)
 
 
 @pytest.mark.parametrize(

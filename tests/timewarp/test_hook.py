@@ -59,12 +59,27 @@ def test_dilation_maps_stamps_and_durations() -> None:
     assert env_additions(Dilation(1.0)) == {}
 
 
+def _ten_s_in(factor: float) -> Dilation:
+    """A dilation whose emulated clock started 10 real seconds ago: it reads 10 − 10 / factor s behind."""
+    return Dilation(factor, time.perf_counter() - 10.0, time.time() - 10.0)
+
+
 def test_dilated_time_sleeps_longer_and_reads_the_emulated_clock() -> None:
-    t = DilatedTime(Dilation.starting_now(5.0))
-    a, e = time.perf_counter(), t.perf_counter()
+    d = _ten_s_in(5.0)
+    t = DilatedTime(d)
+    # each emulated reading is the mapping of a real instant between the real readings around it: exact,
+    # however long the host takes between the calls
+    for real, emulated, mapped in ((time.perf_counter, t.perf_counter, d.emulated),
+                                   (time.monotonic, t.monotonic, d.emulated),
+                                   (time.time, t.time, d.emulated_wall)):
+        before = real()
+        reading = emulated()
+        after = real()
+        assert mapped(before) <= reading <= mapped(after)
+        assert reading < before - 7.0  # the emulated clock (8 s behind), not the real one
+    before = time.perf_counter()
     t.sleep(0.02)
-    real, emu = time.perf_counter() - a, t.perf_counter() - e
-    assert real >= 0.1 and emu == pytest.approx(real / 5, rel=0.05)
+    assert time.perf_counter() - before >= 0.1  # 0.02 emulated seconds last five times as long
     assert t.gmtime is time.gmtime  # everything else is the real module's
 
 
@@ -100,10 +115,11 @@ import flwr.supercore.inflatable.inflatable_utils as iu
 import flwr.serverapp.strategy.strategy_utils as su
 import httpx, inspect, uvicorn.config as uc
 import fedbw.fl.measure as fm
-a = time.perf_counter(); e = sci.time.perf_counter(); sci.time.sleep(0.02)
+a0 = time.perf_counter(); e = sci.time.perf_counter(); a1 = time.perf_counter()
+sci.time.sleep(0.02)
 print(json.dumps({
     "sci": type(sci.time).__name__, "grid": type(grid.time).__name__, "fl": type(fm.time).__name__,
-    "sleep_real": time.perf_counter() - a, "sleep_emulated": sci.time.perf_counter() - e,
+    "real_before": a0, "emulated": e, "real_after": a1, "sleep_real": time.perf_counter() - a1,
     "backoff": iu.pull_objects.__kwdefaults__["initial_backoff"], "cap": iu.pull_objects.__kwdefaults__["backoff_cap"],
     "inflate_backoff": iu.pull_and_inflate_object_from_tree.__kwdefaults__["initial_backoff"],
     "su_sleep": su.sleep is time.sleep, "keepalive": httpx._config.DEFAULT_LIMITS.keepalive_expiry,
@@ -122,9 +138,12 @@ def _probe(env_extra: dict[str, str], tmp_path) -> dict:  # noqa: ANN001
 
 
 def test_a_dilated_process_runs_flower_on_the_emulated_clock(tmp_path) -> None:
-    got = _probe(env_additions(Dilation.starting_now(4.0)), tmp_path)
+    d = _ten_s_in(4.0)
+    got = _probe(env_additions(d), tmp_path)
     assert got["sci"] == got["grid"] == got["fl"] == "DilatedTime"
-    assert got["sleep_real"] >= 0.08 and got["sleep_emulated"] == pytest.approx(got["sleep_real"] / 4, rel=0.1)
+    # Flower's clock in the child is this dilation's (perf_counter is CLOCK_MONOTONIC, one for all processes)
+    assert d.emulated(got["real_before"]) <= got["emulated"] <= d.emulated(got["real_after"])
+    assert got["sleep_real"] >= 0.08  # and its sleeps last four times as long
     assert (got["backoff"], got["cap"], got["inflate_backoff"]) == (4, 40, 4)
     assert got["su_sleep"] is False and got["keepalive"] == 20.0 and got["uvicorn"] == 20
 
