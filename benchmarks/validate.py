@@ -173,7 +173,8 @@ def rounds_of(result: Any) -> list[dict[str, Any]]:
     return [{"round": r.round, "round_time_s": r.round_time_s, "comm_time_s": r.comm_time_s,
              "framework_time_s": r.framework_time_s, "interval_s": r.round_interval_s,
              "median_s": r.round_median_s, "host_bound": r.host_bound,
-             "host_share": None if r.host is None else r.host.share} for r in result.rounds]
+             "host_share": None if r.host is None else r.host.share,
+             "parts": r.extra.get("framework_parts_s")} for r in result.rounds]
 
 
 def transfers_of(result: Any) -> list[dict[str, Any]]:
@@ -214,7 +215,8 @@ def model_runs(freeze: dict[str, Any], rid: str, cfg: dict[str, Any]) -> None:
     except FedbwError as exc:
         entry.update(status="failed", error=str(exc).splitlines()[0])
     else:
-        entry.update(status="ok", simulate={"rounds": rounds_of(sim), "transfers": transfers_of(sim)},
+        entry.update(status="ok", simulate_run_dir=str(Path(sim.run_dir).relative_to(ROOT)),
+                     simulate={"rounds": rounds_of(sim), "transfers": transfers_of(sim)},
                      estimate={"rounds": rounds_of(est)})
     entry["finished_utc"] = now()
     append(entry)
@@ -283,14 +285,58 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
         # where a round's time went, steady means: the gap between the engines is in one of these
         **{f"{engine}_{part}_s": statistics.mean(r[f"{part}_time_s"] for r in rounds)
            for engine, rounds in (("emulate", pooled), ("simulate", model_steady)) for part in ("comm", "framework")},
+        "emulate_parts_s": steady_parts(pooled), "simulate_parts_s": steady_parts(model_steady),
         # the host's reference (a fresh ClientApp load) around the trials: its speed while they ran
         "host_reference_s": statistics.mean(refs) if refs else None,
     }
 
 
+def _parts_from_run(run_dir: Path) -> dict[int, dict[str, float]] | None:
+    """Each round's framework parts from a run directory's records (None: the directory is gone)."""
+    from fedbw.results.records import load_records
+
+    try:
+        _, rounds = load_records(run_dir)
+    except (OSError, FedbwError):
+        return None
+    return {r.round: dict(r.extra.get("framework_parts_s", {})) for r in rounds}
+
+
+def backfill_parts(log: list[dict[str, Any]]) -> None:
+    """Runs logged before the log kept each round's framework parts: read them from their run directories
+    while those exist here (the parts are then in the result; the log is left as written)."""
+    for e in log:
+        if e.get("status") != "ok" or e["kind"] not in ("trial", "model"):
+            continue
+        rounds = e["rounds"] if e["kind"] == "trial" else e["simulate"]["rounds"]
+        if all(r.get("parts") is not None for r in rounds):
+            continue
+        if e["kind"] == "trial":
+            run_dir = ROOT / e["run_dir"]
+        elif e.get("simulate_run_dir"):
+            run_dir = ROOT / e["simulate_run_dir"]
+        else:  # the model's simulate run, by its name: the latest that finished before the entry did
+            found = sorted((OUT).glob(f"val-{e['row']}-simulate-*"))
+            if not found:
+                continue
+            run_dir = found[-1]
+        parts = _parts_from_run(run_dir)
+        for r in rounds if parts else ():
+            r["parts"] = parts.get(r["round"])
+
+
+def steady_parts(rounds: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Mean framework parts of steady rounds (a part a round lacks counts 0), None when any is unknown."""
+    if not rounds or any(r.get("parts") is None for r in rounds):
+        return None
+    keys = sorted({k for r in rounds for k in r["parts"]})
+    return {k: statistics.mean(r["parts"].get(k, 0.0) for r in rounds) for k in keys}
+
+
 def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
     """Every freeze's rows, the verdict of the last, and the whole log (trials without their rounds'
     details, which the rows hold)."""
+    backfill_parts(log)
     freezes = [e for e in log if e["kind"] == "freeze"]
     validations = []
     for f in freezes:

@@ -43,6 +43,18 @@ def _parts(rows: list[dict[str, Any]]) -> str:
                             fmt_s(r.get("host_reference_s"))] for r in rows])
 
 
+def _part_detail(rows: list[dict[str, Any]]) -> str:
+    from fedbw.flower_protocol import FRAMEWORK_PARTS
+
+    body = []
+    for r in rows:
+        e, m = r.get("emulate_parts_s"), r.get("simulate_parts_s")
+        if not e or not m:
+            continue
+        body.append([r["row"]] + [f"{e.get(p, 0.0):.2f} / {m.get(p, 0.0):.2f}" for p in FRAMEWORK_PARTS])
+    return md_table(["row"] + [p.removesuffix("_s") for p in FRAMEWORK_PARTS], body)
+
+
 def _verdict(v: dict[str, Any], targets: dict[str, float], planned: int) -> str:
     if not v.get("rows"):
         return f"No row finished yet (of {planned} planned).\n"
@@ -72,6 +84,10 @@ def validation_markdown(data: dict[str, Any]) -> str:
                        "ClientApp load; the calibration's own: "
                        + fmt_s(val.get("calibration_host_reference_s")) + "):\n")
             out.append(_parts(val["rows"]))
+        if any(r.get("emulate_parts_s") and r.get("simulate_parts_s") for r in val["rows"]):
+            out.append("\nFlower's framework time by part, steady-round means, emulate / simulate (the parts of the "
+                       "critical client; docs/emulate.md defines them):\n")
+            out.append(_part_detail(val["rows"]))
         out.append("\n" + _verdict(val["verdict"], data["targets"], val["rows_planned"]))
     log = data["run_log"]
     failed = [e for e in log if e.get("status") != "ok"]
