@@ -6,7 +6,7 @@ from rich.console import Console
 
 from fedbw.calibration.file import FRACTIONS, RETIRED, Calibration, Constant
 from fedbw.report.format import fmt_s
-from fedbw.report.tables import new_table
+from fedbw.report.tables import Col, FitTable
 
 #: Constants that are not seconds: shares (FRACTIONS) and counts.
 UNITLESS = FRACTIONS | {"download_round_trips"}
@@ -37,17 +37,21 @@ HOW_MIN_WIDTH = 120
 
 def render_calibration(console: Console, cal: Calibration) -> None:
     """The constants, their interval, spread and samples; how each was measured where the terminal is wide
-    enough to show it readably (the calibration file always says)."""
+    enough to show it readably (the calibration file always says). Key columns, never cut: constant and
+    value; where the terminal is too narrow the others leave in this order: samples, spread, 90 % interval."""
     how = console.width >= HOW_MIN_WIDTH
-    columns = ("constant", "value", "90 % interval", "spread", "samples") + (("how",) if how else ())
-    t = new_table(f"Flower's costs on this machine ({cal.provenance.get('machine', '?')}, "
-                  f"flwr {cal.provenance.get('flwr', '?')})", columns, wrap=("how",))
+    t = FitTable(f"Flower's costs on this machine ({cal.provenance.get('machine', '?')}, "
+                 f"flwr {cal.provenance.get('flwr', '?')})",
+                 [Col("constant", key=True), Col("value", key=True), Col("90 % interval"), Col("spread"),
+                  Col("samples"), *([Col("how", wrap=True)] if how else [])],
+                 drop=(*(["how"] if how else []), "samples", "spread", "90 % interval"),
+                 caption=None if how else ("how each constant was measured: the calibration file (`how`), or a "
+                                           f"terminal of {HOW_MIN_WIDTH} columns"),
+                 left_out="the calibration file has every figure")
     for name in sorted(cal.constants):
         c = cal.constants[name]
-        cells = [name, fmt_constant(name, c.value), fmt_interval(name, c), fmt_constant(name, c.spread), str(c.samples)]
-        t.add_row(*cells, *([c.how] if how else []))
-    if not how:
-        t.caption = "how each constant was measured: the calibration file (`how`), or a terminal of 120 columns"
+        t.add_row(name, fmt_constant(name, c.value), fmt_interval(name, c), fmt_constant(name, c.spread),
+                  str(c.samples), *([c.how] if how else []))
     console.print(t)
     if cal.retired:
         console.print(retired_note(cal).strip(), highlight=False)

@@ -22,11 +22,22 @@ if TYPE_CHECKING:
     from fedbw.collectives.step import StepMeasurement
 
 
+#: Where a column the data-center tables leave out at a narrow width can be read: the model's (--json), the
+#: measured tables' (the JSON file the command writes).
+MODEL_LEFT_OUT = "--json has every figure; a wider terminal shows them"
+MEASURED_LEFT_OUT = "the JSON file has every figure; a wider terminal shows them"
+
+
 def render_allreduce(console: Console, rows: Sequence["AllReduceRow"]) -> None:
-    """The α-β model alone (``fedbw allreduce`` without ``--backend``)."""
-    t = tables.new_table("AllReduce, α-β model (nccl-tests columns; GB = 10^9 B)",
-                         ["size (B)", "ranks", "fabric", "algorithm", "time (us)", "algbw (GB/s)", "busbw (GB/s)"],
-                         left=("fabric", "algorithm"))
+    """The α-β model alone (``fedbw allreduce`` without ``--backend``). Key columns, never cut: size (B),
+    ranks, fabric, time (us) and busbw (GB/s) (nccl-tests' headline figure); where the terminal is too narrow
+    the others leave in this order: algbw (GB/s), algorithm."""
+    Col = tables.Col
+    t = tables.FitTable("AllReduce, α-β model (nccl-tests columns; GB = 10^9 B)",
+                        [Col("size (B)", key=True), Col("ranks", key=True), Col("fabric", key=True, left=True),
+                         Col("algorithm", left=True), Col("time (us)", key=True), Col("algbw (GB/s)"),
+                         Col("busbw (GB/s)", key=True)],
+                        drop=("algbw (GB/s)", "algorithm"), left_out=MODEL_LEFT_OUT)
     for r in rows:
         t.add_row(f"{r.size_bytes:,.0f}", str(r.ranks), r.fabric, r.algorithm, f"{r.time_s * 1e6:,.1f}",
                   f"{r.algbw_gbps:.2f}", f"{r.busbw_gbps:.2f}")
@@ -49,21 +60,35 @@ def fit_line(fit: "AlphaBetaFit", label: str) -> str:
             f"max {100 * fit.max_residual:.1f} %")
 
 
-def allreduce_table(t: "AllReduceTable", m: "AllReduceMeasurement") -> Any:
-    """nccl-tests' columns (out-of-place, then in-place), then the model, the fit and the cores used."""
-    cols = ["size\n(B)", "count\n(elements)", "\ntype", "\nredop", "out-of-place\ntime (us)", "\nalgbw", "\nbusbw",
-            "\n#wrong", "in-place\ntime (us)", "\nalgbw ", "\nbusbw ", "\n#wrong ", "model\n(us)", "fit\n(us)",
-            "fit\nresid", "cores\nbusy"]
+def allreduce_table(t: "AllReduceTable", m: "AllReduceMeasurement") -> tables.FitTable:
+    """nccl-tests' columns (out-of-place, then in-place), then the model, the fit and the cores used. Key
+    columns, never cut: size (B), the in-place time (us) and busbw (what the fit is made of) and the model
+    (us) beside them. Where the terminal is too narrow the others leave in this order: redop, type, count,
+    the out-of-place columns together (time, algbw, busbw, #wrong: one block under one label), the in-place
+    #wrong (the summary line below counts every wrong value), the in-place algbw, fit (us), cores busy (the
+    verdict line below says what bound the run), fit resid (the fit line gives its rms). At 160 columns only
+    redop ("sum", always) is left out."""
+    Col = tables.Col
+    cols = [Col("size\n(B)", key=True), Col("count\n(elements)", name="count"), Col("\ntype", left=True, name="type"),
+            Col("\nredop", left=True, name="redop"), Col("out-of-place\ntime (us)", name="out-of-place time"),
+            Col("\nalgbw", name="out-of-place algbw"), Col("\nbusbw", name="out-of-place busbw"),
+            Col("\n#wrong", name="out-of-place #wrong"), Col("in-place\ntime (us)", key=True),
+            Col("\nalgbw ", name="in-place algbw"), Col("\nbusbw ", key=True), Col("\n#wrong ", name="in-place #wrong"),
+            Col("model\n(us)", key=True), Col("fit\n(us)"), Col("fit\nresid"), Col("cores\nbusy")]
     title = (f"AllReduce measured · {m.backend} · {t.ranks} ranks · {m.placement} · {m.iters} iterations after "
              f"{m.warmup} warm-up · model: α-β on {m.fabric} ({m.algorithm}) · GB/s = 10^9 B/s")
-    table = tables.new_table(title, cols, left=("\ntype", "\nredop"))
+    out_of_place = ("out-of-place\ntime (us)", "\nalgbw", "\nbusbw", "\n#wrong")  # one block under one label
+    table = tables.FitTable(title, cols, drop=("\nredop", "\ntype", "count\n(elements)", out_of_place, "\n#wrong ",
+                                               "\nalgbw ", "fit\n(us)", "cores\nbusy", "fit\nresid"),
+                            caption=("out-of-place = copy into the receive buffer, then torch's in-place AllReduce; "
+                                     "fit = the ring model with α, β fitted to the in-place times; cores busy = CPU "
+                                     "seconds the ranks used per second"),
+                            left_out=MEASURED_LEFT_OUT)
     for r in t.rows:
         table.add_row(f"{r.size_bytes:,}", f"{r.count:,}", r.dtype, "sum", _us(r.oop_time_s), _bw(r.oop_algbw_gbps),
                       _bw(r.oop_busbw_gbps), str(r.oop_wrong), _us(r.ip_time_s), _bw(r.ip_algbw_gbps),
                       _bw(r.ip_busbw_gbps), str(r.ip_wrong), _us(r.model_time_s), _us(r.fit_time_s),
                       f"{100 * r.fit_residual:+.0f} %", f"{r.cores_busy:.1f}")
-    table.caption = ("out-of-place = copy into the receive buffer, then torch's in-place AllReduce; fit = the ring "
-                     "model with α, β fitted to the in-place times; cores busy = CPU seconds the ranks used per second")
     return table
 
 
@@ -113,41 +138,59 @@ def step_verdict(m: "StepMeasurement", line: float) -> str:
     return text
 
 
-def step_table(m: "StepMeasurement") -> Any:
+def step_table(m: "StepMeasurement") -> tables.FitTable:
+    """The measured variants. Key columns, never cut: variant, step (its time), share (the exposed
+    communication share, ▲ above the 30 % line) and vs DDP (the remedy's gain); where the terminal is too
+    narrow the others leave in this order: calls, ring wire/rank, compute, per sample, bytes/rank,
+    AllReduce, exposed."""
     grad = fmt_bytes(4 * m.params)
     title = (f"DDP step measured · {m.model} ({m.params:,} params, {grad} float32 gradient) · {m.backend} · "
              f"{m.ranks} ranks on {m.device} · batch {m.batch_size} per rank · {m.steps} steps after "
              f"{m.warmup} warm-up")
-    t = tables.new_table(title, ["variant", "step", "compute", "AllReduce", "exposed", "share", "bytes/rank",
-                                 "ring wire/rank", "calls", "per sample", "vs DDP"])
+    Col = tables.Col
+    t = tables.FitTable(title, [Col("variant", key=True), Col("step", key=True), Col("compute"), Col("AllReduce"),
+                                Col("exposed"), Col("share", key=True), Col("bytes/rank"), Col("ring wire/rank"),
+                                Col("calls"), Col("per sample"), Col("vs DDP", key=True)],
+                        drop=("calls", "ring wire/rank", "compute", "per sample", "bytes/rank", "AllReduce", "exposed"),
+                        caption=("torch.profiler: compute = time some operator ran, AllReduce = time one was in "
+                                 "flight, exposed = AllReduce with no compute beside it; share = exposed / step; "
+                                 "bytes = tensors handed to AllReduce per optimizer step; vs DDP = time per sample "
+                                 "of DDP as shipped / this (> 1 helps)"),
+                        left_out=MEASURED_LEFT_OUT)
     for v in m.variants:
         speed = m.speedup(v)
         t.add_row(variant_label(v.variant, m.accumulate, m.powersgd_rank), fmt_s(v.step_s), fmt_s(v.compute_s),
                   fmt_s(v.comm_s), fmt_s(v.exposed_s), tables.fmt_frac(v.exposed_share, v.exposed_share > 0.3),
                   fmt_bytes(v.bytes_per_step), fmt_bytes(v.wire_bytes_per_step), f"{v.allreduce_calls_per_step:g}",
                   fmt_s(v.time_per_sample_s), "-" if speed is None else f"{speed:.2f}×")
-    t.caption = ("torch.profiler: compute = time some operator ran, AllReduce = time one was in flight, exposed = "
-                 "AllReduce with no compute beside it; share = exposed / step; bytes = tensors handed to AllReduce "
-                 "per optimizer step; vs DDP = time per sample of DDP as shipped / this (> 1 helps)")
     return t
 
 
-def modelled_step_table(m: "StepMeasurement") -> Any:
+def modelled_step_table(m: "StepMeasurement") -> tables.FitTable:
+    """The step modelled on other networks, as communication shares. Key columns, never cut: network, no
+    overlap and overlap (the share without and with DDP's overlap); where the terminal is too narrow the
+    others leave in this order: compute, AllReduce (the times the shares come from), accumulate, PowerSGD,
+    fp16."""
     from fedbw.catalog import get_device_profile
 
     dev = get_device_profile(m.device_profile)
-    t = tables.new_table(f"The same step modelled · {m.model} · batch {m.model_batch_size} per rank on "
-                         f"{dev.name} ({dev.effective_tflops:g} TFLOP/s) · {m.model_ranks} ranks · communication "
-                         "share of the step", ["network", "compute", "AllReduce", "no overlap", "overlap", "fp16",
-                                               "PowerSGD", f"accumulate ×{m.accumulate}"])
+    Col = tables.Col
+    acc = f"accumulate ×{m.accumulate}"
+    t = tables.FitTable(f"The same step modelled · {m.model} · batch {m.model_batch_size} per rank on "
+                        f"{dev.name} ({dev.effective_tflops:g} TFLOP/s) · {m.model_ranks} ranks · communication "
+                        "share of the step",
+                        [Col("network", key=True), Col("compute"), Col("AllReduce"), Col("no overlap", key=True),
+                         Col("overlap", key=True), Col("fp16"), Col("PowerSGD"), Col(acc)],
+                        drop=("compute", "AllReduce", acc, "PowerSGD", "fp16"),
+                        caption=("α-β model (best algorithm); overlap = DDP hiding the AllReduce behind backward at "
+                                 "best; fp16 and PowerSGD use the byte ratios measured above; ▲ above the 30 % line"),
+                        left_out=MEASURED_LEFT_OUT)
     for r in m.modelled:
         def share(x: float | None) -> str:
             return "-" if x is None else tables.fmt_frac(x, x > 0.3)
 
         t.add_row(r.network, fmt_s(r.compute_s), fmt_s(r.allreduce_s), share(r.share_no_overlap),
                   share(r.share_overlap), share(r.share_fp16), share(r.share_powersgd), share(r.share_accumulate))
-    t.caption = ("α-β model (best algorithm); overlap = DDP hiding the AllReduce behind backward at best; fp16 and "
-                 "PowerSGD use the byte ratios measured above; ▲ above the 30 % line")
     return t
 
 

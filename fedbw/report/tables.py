@@ -20,29 +20,23 @@ if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
 
-def new_table(title: str, columns: Sequence[str], left: Sequence[str] = (), wrap: Sequence[str] = ()) -> Table:
-    """A compact table: no wrapping inside cells, first column and ``left`` columns left-aligned. ``wrap``:
-    prose columns that fold onto more lines and give up their width first, so that a narrow terminal never
-    cuts a key column (a name, a value) to an ellipsis."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for i, col in enumerate(columns):
-        prose = col in wrap
-        t.add_column(col, justify="left" if i == 0 or col in left or prose else "right", no_wrap=not prose,
-                     overflow="fold" if prose else "ellipsis", ratio=1 if prose else None)
-    return t
-
-
 @dataclass(frozen=True)
 class Col:
     """A column of a :class:`FitTable`. ``key``: never cut (its header and every cell stay whole; the table
     drops other columns first); ``wrap``: prose that folds onto more lines at its words (it needs only its
     widest word, so it fits where a column on one line would have to go); ``left``: left-aligned (the first
-    column always is)."""
+    column always is); ``name``: what the caption calls the column when it is left out (default: its header
+    on one line; give one where two headers read alike, as nccl-tests' out-of-place and in-place "busbw")."""
 
     header: str
     key: bool = False
     wrap: bool = False
     left: bool = False
+    name: str = ""
+
+    @property
+    def called(self) -> str:
+        return self.name or " ".join(self.header.split())
 
 
 def _plain(cell: str) -> str:
@@ -168,7 +162,7 @@ class FitTable:
         cols, dropped, widths = self.choose(width)
         caption = self.caption
         if dropped:
-            note = (f"not shown at {width} columns: {', '.join(self.columns[i].header for i in dropped)}"
+            note = (f"not shown at {width} columns: {', '.join(self.columns[i].called for i in dropped)}"
                     + (f" ({self.left_out})" if self.left_out else ""))
             caption = f"{caption}\n{note}" if caption else note
         t = _frame(self.title, caption)
@@ -260,21 +254,38 @@ def fmt_frac(f: float, bound: bool) -> str:
     return f"[bold red]{text} ▲[/]" if bound else text
 
 
-def profile_table(rows: Sequence, title: str) -> Table:
-    t = new_table(title, ("profile", "Mbps up/down", "up/client", "down/client", "t_down", "t_compute", "t_up",
-                          "framework", "round", "comm"))
+#: Where a column `fedbw estimate`'s tables leave out at a narrow width can be read.
+ESTIMATE_LEFT_OUT = "fedbw estimate --json has every figure; a wider terminal shows them"
+
+
+def profile_table(rows: Sequence, title: str) -> FitTable:
+    """`fedbw estimate`'s round per uplink profile. Key columns, never cut: profile, up/client (the bytes the
+    uplink carries), round (the headline time) and comm (its communication share, ▲ when bandwidth-bound).
+    Where the terminal is too narrow the others leave in this order: framework, t_compute, down/client,
+    t_down, Mbps up/down, t_up."""
+    t = FitTable(title, [Col("profile", key=True), Col("Mbps up/down"), Col("up/client", key=True), Col("down/client"),
+                         Col("t_down"), Col("t_compute"), Col("t_up"), Col("framework"), Col("round", key=True),
+                         Col("comm", key=True)],
+                 drop=("framework", "t_compute", "down/client", "t_down", "Mbps up/down", "t_up"),
+                 caption=("framework = Flower's own time in the round (polls, a ClientApp process per message, the "
+                          "server's work); comm = communication share of the round; ▲ above 30 % = bandwidth-bound"),
+                 left_out=ESTIMATE_LEFT_OUT)
     for r in rows:
         t.add_row(r.profile, f"{r.up_mbps:g}/{r.down_mbps:g}", fmt_bytes(r.bytes_up_per_client),
                   fmt_bytes(r.bytes_down_per_client), fmt_s(r.t_down_s), fmt_s(r.t_compute_s), fmt_s(r.t_up_s),
                   fmt_s(r.t_framework_s), fmt_s(r.round_time_s), fmt_frac(r.comm_fraction, r.bandwidth_bound))
-    t.caption = ("framework = Flower's own time in the round (polls, a ClientApp process per message, the server's "
-                 "work); comm = communication share of the round; ▲ above 30 % = bandwidth-bound")
     return t
 
 
-def fabric_table(rows: Sequence, fl_round_s: float | None, title: str) -> Table:
-    t = new_table(title, ("fabric", "ranks", "size", "algorithm", "time", "algbw GB/s", "busbw GB/s",
-                          "FL round/this"), left=("algorithm",))
+def fabric_table(rows: Sequence, fl_round_s: float | None, title: str) -> FitTable:
+    """One AllReduce of the model's gradient per data-center fabric. Key columns, never cut: fabric, time,
+    busbw GB/s (nccl-tests' headline figure) and FL round/this (the slowest FL round over this AllReduce, the
+    comparison the command is for). Where the terminal is too narrow the others leave in this order: ranks
+    (the title names them), size (the gradient the title names), algbw GB/s, algorithm."""
+    t = FitTable(title, [Col("fabric", key=True), Col("ranks"), Col("size"), Col("algorithm", left=True),
+                         Col("time", key=True), Col("algbw GB/s"), Col("busbw GB/s", key=True),
+                         Col("FL round/this", key=True)],
+                 drop=("ranks", "size", "algbw GB/s", "algorithm"), left_out=ESTIMATE_LEFT_OUT)
     for r in rows:
         ratio = f"{fl_round_s / r.time_s:,.0f}×" if fl_round_s and r.time_s > 0 else "-"
         t.add_row(r.fabric, str(r.ranks), fmt_bytes(r.size_bytes), r.algorithm, fmt_s(r.time_s),
@@ -373,8 +384,10 @@ def by_profile_table(clients: Sequence[ClientRoundRecord], title: str) -> FitTab
     return t
 
 
-def catalog_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
-    t = new_table(title, columns, left=("description", "scope", "input"))
+def catalog_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]],
+                  drop: Sequence[str | tuple[str, ...]] = (), left_out: str = "") -> FitTable:
+    """A listing (`fedbw profiles`, `fedbw models`, the analytic sweep): a :class:`FitTable` of ``rows``."""
+    t = FitTable(title, columns, drop=drop, left_out=left_out)
     for row in rows:
         t.add_row(*row)
     return t

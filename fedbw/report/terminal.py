@@ -40,13 +40,17 @@ def render_estimate(console: Console, rep: "EstimateReport") -> None:
 
 
 def render_sweep(console: Console, param: str, rows: Sequence["SweepPoint"]) -> None:
+    """The analytic sweep, one row per value. Key columns, never cut: the value, round (the steady-state
+    round time), comm (its communication share) and up/client; where the terminal is too narrow the others
+    leave in this order: down/client, comm time."""
     t = tables.catalog_table(f"Sweep of {param} (analytic, steady-state round)",
-                             [param, "round", "comm time", "comm", "up/client", "down/client"], [])
-    for r in rows:
-        value = f"{r.value:.4g}" if isinstance(r.value, float) else str(r.value)
-        t.add_row(value, fmt_s(r.round_time_s), fmt_s(r.comm_time_s),
-                  tables.fmt_frac(r.comm_fraction, r.bandwidth_bound), fmt_bytes(r.bytes_up_per_client),
-                  fmt_bytes(r.bytes_down_per_client))
+                             [tables.Col(param, key=True), tables.Col("round", key=True), tables.Col("comm time"),
+                              tables.Col("comm", key=True), tables.Col("up/client", key=True),
+                              tables.Col("down/client")],
+                             [[f"{r.value:.4g}" if isinstance(r.value, float) else str(r.value), fmt_s(r.round_time_s),
+                               fmt_s(r.comm_time_s), tables.fmt_frac(r.comm_fraction, r.bandwidth_bound),
+                               fmt_bytes(r.bytes_up_per_client), fmt_bytes(r.bytes_down_per_client)] for r in rows],
+                             drop=("down/client", "comm time"), left_out="--json has every figure; a wider terminal shows them")
     console.print(t)
 
 
@@ -169,13 +173,20 @@ def render_comparison(console: Console, runs: Sequence["ComparedRun"], target: f
 
 def render_grid_sweep(console: Console, sweep_dir: Path, index: "SweepIndex",
                       summaries: dict[int, "RunSummary | None"]) -> None:
-    """A grid sweep's points: their values, status and headline figures; then where to look next."""
+    """A grid sweep's points: their values, status and headline figures; then where to look next. Key
+    columns, never cut: # (the point), each swept key's value, status, mean round and comm (its
+    communication share); where the terminal is too narrow the others leave in this order: run directory,
+    rounds, final acc. (the caption says so and where to read them)."""
     from fedbw.results.sweep_index import describe_value
 
     keys = [a.key for a in index.grid]
-    t = tables.new_table(f"Sweep {index.name} ({index.engine}): {len(index.points)} points",
-                         ["#", *keys, "status", "rounds", "mean round", "comm", "final acc.", "run directory"],
-                         left=(*keys, "status", "run directory"))
+    t = tables.FitTable(f"Sweep {index.name} ({index.engine}): {len(index.points)} points",
+                        [tables.Col("#", key=True), *[tables.Col(k, key=True, left=True) for k in keys],
+                         tables.Col("status", key=True, left=True), tables.Col("rounds"),
+                         tables.Col("mean round", key=True), tables.Col("comm", key=True), tables.Col("final acc."),
+                         tables.Col("run directory", left=True)],
+                        drop=("run directory", "rounds", "final acc."),
+                        left_out="sweep.json names each point's run directory; fedbw compare shows every figure")
     for p in index.points:
         s = summaries.get(p.index)
         status = {"done": "[green]done[/]", "failed": "[red]failed[/]"}.get(p.status, f"[yellow]{p.status}[/]")
@@ -203,38 +214,58 @@ def _render(console: Console, clients, rounds, engine: str) -> None:
     console.print(tables.by_profile_table(clients, "Per client and round, by link profile (means)"))
 
 
+#: Where a column the catalog listings leave out at a narrow width can be read.
+CATALOG_LEFT_OUT = "a wider terminal shows them"
+
+
 def render_catalogs(console: Console) -> None:
+    """`fedbw profiles`: link profiles, server links, fabrics, device profiles. Key columns, never cut: each
+    name and its headline figures (a link's up and down Mbps; a fabric's busbw and α; a device's TFLOP/s).
+    Descriptions wrap at their words; where even so the terminal is too narrow the others leave first
+    (jitter, then RTT; scope, then line rate; cpu_speed), the description last."""
     from fedbw.catalog import DEVICE_PROFILES, FABRICS, LINK_PROFILES, NO_SERVER_LINK, SERVER_LINKS
 
+    Col = tables.Col
+    describe = Col("description", wrap=True)
     console.print(tables.catalog_table(
         "Link profiles (line rates; TCP payload ≈ 95.6 % of them)",
-        ["name", "up Mbps", "down Mbps", "RTT ms", "jitter ms", "description"],
+        [Col("name", key=True), Col("up Mbps", key=True), Col("down Mbps", key=True), Col("RTT ms"),
+         Col("jitter ms"), describe],
         [[p.name, f"{p.up_mbps:g}", f"{p.down_mbps:g}", f"{p.rtt_ms:g}", f"{p.jitter_ms:g}", p.description]
-         for p in LINK_PROFILES.values()]))
+         for p in LINK_PROFILES.values()], drop=("jitter ms", "RTT ms", "description"), left_out=CATALOG_LEFT_OUT))
     console.print(tables.catalog_table(
         f"Server links (`server.link`; \"{NO_SERVER_LINK}\" = the server's link never limits)",
-        ["name", "up Mbps", "down Mbps", "description"],
-        [[s.name, f"{s.up_mbps:g}", f"{s.down_mbps:g}", s.description] for s in SERVER_LINKS.values()]))
+        [Col("name", key=True), Col("up Mbps", key=True), Col("down Mbps", key=True), describe],
+        [[s.name, f"{s.up_mbps:g}", f"{s.down_mbps:g}", s.description] for s in SERVER_LINKS.values()],
+        left_out=CATALOG_LEFT_OUT))
     console.print(tables.catalog_table(
         "Data-center fabrics (AllReduce bus bandwidth as nccl-tests reports it)",
-        ["name", "line GB/s", "busbw GB/s", "α µs", "scope", "description"],
+        [Col("name", key=True), Col("line GB/s"), Col("busbw GB/s", key=True), Col("α µs", key=True),
+         Col("scope", left=True), describe],
         [[f.name, f"{f.line_rate_gbps:g}", f"{f.busbw_gbps:g}", f"{f.alpha_us:g}", f.scope, f.description]
-         for f in FABRICS.values()]))
+         for f in FABRICS.values()], drop=("scope", "line GB/s", "description"), left_out=CATALOG_LEFT_OUT))
     console.print(tables.catalog_table(
         "Client device profiles (sustained training throughput; CPU speed for Flower's own work)",
-        ["name", "TFLOP/s", "cpu_speed", "description"],
-        [[d.name, f"{d.effective_tflops:g}", f"{d.cpu_speed:g}", d.description] for d in DEVICE_PROFILES.values()]))
+        [Col("name", key=True), Col("TFLOP/s", key=True), Col("cpu_speed"), describe],
+        [[d.name, f"{d.effective_tflops:g}", f"{d.cpu_speed:g}", d.description] for d in DEVICE_PROFILES.values()],
+        drop=("cpu_speed", "description"), left_out=CATALOG_LEFT_OUT))
     console.print("Sources for every figure: docs/catalog.md")
 
 
 def render_models(console: Console) -> None:
+    """`fedbw models`. Key columns, never cut: name, params and float32 (the model's size in bytes, what a
+    round carries). The description wraps at its words; where the terminal is too narrow the others leave in
+    this order: input, fwd GFLOP/sample, trainable here, description."""
     from fedbw.catalog import MODELS
 
+    Col = tables.Col
     console.print(tables.catalog_table(
-        "Models", ["name", "params", "float32", "fwd GFLOP/sample", "input", "trainable here", "description"],
+        "Models", [Col("name", key=True), Col("params", key=True), Col("float32", key=True), Col("fwd GFLOP/sample"),
+                   Col("input", left=True), Col("trainable here"), Col("description", wrap=True)],
         [[m.name, f"{m.params:,}", fmt_bytes(m.float32_bytes), f"{m.forward_flops / 1e9:.4g}",
           "×".join(map(str, m.input_shape)), "yes" if m.trainable_here else "estimate/synthetic", m.description]
-         for m in MODELS.values()]))
+         for m in MODELS.values()], drop=("input", "fwd GFLOP/sample", "trainable here", "description"),
+        left_out=CATALOG_LEFT_OUT))
     console.print("Any size: --model params=N (e.g. params=7B); FLOPs then ≈ 2 per parameter per sample.")
 
 
