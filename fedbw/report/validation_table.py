@@ -91,8 +91,12 @@ def validation_markdown(data: dict[str, Any]) -> str:
         out.append("\n" + _verdict(val["verdict"], data["targets"], val["rows_planned"]))
     log = data["run_log"]
     failed = [e for e in log if e.get("status") != "ok"]
+    by_error: dict[str, list[str]] = {}
+    for e in failed:
+        by_error.setdefault(e.get("error", "?"), []).append(f"{e['row']} {e['kind']}")
     out.append(f"\nRun log (`benchmarks/results/validation-runs.jsonl`): {len(log)} runs, {len(failed)} failed"
-               + (": " + "; ".join(f"{e['row']} {e['kind']} ({e.get('error', '?')})" for e in failed) if failed else "")
+               + ("".join(f"; {len(runs)} × {err} ({', '.join(sorted(set(runs)))})" for err, runs in by_error.items())
+                  if failed else "")
                + f". Written {data['date']}.\n")
     return "\n".join(x for x in out if x)
 

@@ -71,7 +71,7 @@ def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path
     assert out["run_log"][0]["status"] == "failed"  # a failed run stays visible
     monkeypatch.setattr(V, "RESULT", tmp_path / "validation.json")
     text = validation_markdown(out)
-    assert "1 failed: r trial (boom)" in text and "No row finished yet" in text
+    assert "1 failed; 1 × boom (r trial)" in text and "No row finished yet" in text
     json.dumps(out)  # the result is plain JSON
 
 
