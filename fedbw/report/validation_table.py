@@ -69,12 +69,19 @@ def _verdict(v: dict[str, Any], targets: dict[str, float], planned: int) -> str:
             f"(median abs error).\n")
 
 
-@result_table("fidelity.validation", "validation.json", VALIDATE_CMD, model=True)
+# Not ``model=True``: a validation is of the model it froze, and stays visible when the model moves on
+# (an earlier validation is never dropped); each one says whether its model is this fedbw's.
+@result_table("fidelity.validation", "validation.json", VALIDATE_CMD)
 def validation_markdown(data: dict[str, Any]) -> str:
+    from fedbw.netmodel.version import model_version
+
     out = []
     for val in data["validations"]:
         f = val["freeze"]
-        out.append(f"**Validation {f['id']}**, frozen {f['created_utc']}: model {f['model_version']}, calibration "
+        current = ("the current model" if f["model_version"] == model_version()
+                   else f"not the current model ({model_version()}), which no validation has checked yet")
+        out.append(f"**Validation {f['id']}** of {current}, frozen {f['created_utc']}: model {f['model_version']}, "
+                   f"calibration "
                    f"{f['calibration']} ({f['calibration_file']}, fitted {f['calibration_created_utc']}), commit "
                    f"{f['commit'][:10]}; {f['rounds']} rounds a run, {f['trials']} emulate trials a row, dilation "
                    f"≤ {f['max_dilation']}; {f['machine']}.\n")

@@ -85,3 +85,18 @@ def test_the_stability_table_counts_rows_within_three_percent() -> None:
             "max_abs_diff": 0.13}
     text = stability_markdown(data)
     assert "1 of 2 rows within 3 %" in text and "largest difference -13.0 %" in text
+
+
+def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Path, monkeypatch) -> None:
+    """Validations are never dropped from the docs when the model moves on: each names its model and
+    whether it is this fedbw's."""
+    from fedbw.netmodel.version import model_version
+
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    for version in ("m-old", model_version()):
+        monkeypatch.setattr(V, "frozen_now", lambda v=version: {
+            "model_version": v, "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",
+            "commit": "0" * 40, "dirty": False})
+        V.current_freeze(V.read_log(), new=True)
+    text = validation_markdown(V.summarize(V.read_log()))
+    assert "**Validation 1** of not the current model" in text and "**Validation 2** of the current model" in text
