@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,11 +28,49 @@ from fedbw.netmodel.flower import MIB, FlowerCosts
 from fedbw.netmodel.terms import AGGREGATION, HOP
 from fedbw.results.messages import MeasuredMessage
 
-#: The shaped run: a download long enough that the ClientApp is launched while it still arrives.
+#: The shaped runs' model: a download long enough that the ClientApp is launched while it still arrives.
 SHAPED_MODEL, SHAPED_PROFILE = "resnet18", "home-30"
 REAL_MODEL = "small-cnn"
 #: The labels ``fedbw calibrate`` gives its runs' messages (``MeasuredMessage.run``).
 UNSHAPED, PROBE, SHAPED, REAL = "unshaped", "probe", "shaped", "real"
+
+
+@dataclass(frozen=True)
+class ShapedRun:
+    """One shaped calibration run of :data:`SHAPED_MODEL`: its label and its link (a profile, with its
+    downlink and uplink replaced where given, as a config's ``network.overrides`` does).
+
+    Why several: a ClientApp gets its message only at a point of Flower's pull backoff (1, 2, 4 … s from
+    its first try), so downloads of one length sample one or two of those points. The runs' downloads
+    (about 3, 6 and 11 s of ResNet-18) end before the first, second and third retry; the fit then sees
+    the backoff it models instead of absorbing it into a constant."""
+
+    label: str
+    profile: str = SHAPED_PROFILE
+    down_mbps: float | None = None
+    up_mbps: float | None = None
+    rounds_share: float = 1.0  #: of ``fedbw calibrate --rounds`` (the slower runs' rounds are long)
+
+    def overrides(self) -> list[dict[str, float]]:
+        """The config's ``network.overrides`` for the run's one client."""
+        changed = {k: v for k, v in (("down_mbps", self.down_mbps), ("up_mbps", self.up_mbps)) if v is not None}
+        return [{"client": 0, **changed}] if changed else []
+
+    def link(self) -> Any:
+        """The run's link as the model sees it."""
+        from fedbw.config.sections import LinkOverride
+        from fedbw.links import profile_link, with_override
+
+        link = profile_link(self.profile)
+        for o in self.overrides():
+            link = with_override(link, LinkOverride(**o))  # type: ignore[arg-type]
+        return link.model()
+
+
+#: Every shaped run, by label (a messages file from before the slower runs has only the first).
+SHAPED_RUNS = {r.label: r for r in (ShapedRun(SHAPED),
+                                    ShapedRun("shaped-72", down_mbps=72.0, up_mbps=300.0, rounds_share=1 / 3),
+                                    ShapedRun("shaped-36", down_mbps=36.0, up_mbps=300.0, rounds_share=1 / 3))}
 
 
 def nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from fedbw.calibrate.evaluate import bootstrap
-from fedbw.calibrate.fit import PROBE, REAL, REAL_MODEL, SHAPED, SHAPED_MODEL, SHAPED_PROFILE, UNSHAPED, fit_all
+from fedbw.calibrate.fit import PROBE, REAL, REAL_MODEL, SHAPED_MODEL, SHAPED_RUNS, UNSHAPED, ShapedRun, fit_all
 from fedbw.calibration.file import HOST_REFERENCE, Calibration
 from fedbw.errors import ConfigError
 from fedbw.netmodel.flower import MIB
@@ -125,24 +125,25 @@ def calibration_of(m: Measurements, command: str | None = None) -> Calibration:
 
 
 def _config(model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0,
-            profile: str = "loopback", clients: int = 1) -> Any:
+            profile: str = "loopback", clients: int = 1, overrides: list[dict[str, float]] | None = None) -> Any:
     from fedbw.config import config_from_dict
 
     return config_from_dict({
         "name": f"calibrate-{model}-{compute}", "engine": "emulate", "seed": 0, "output_dir": str(out),
         "model": {"name": model}, "data": {"dataset": "auto" if compute == "real" else "synthetic"},
         "clients": {"total": clients, "per_round": clients, "compute": compute, "device_profile": "dc-gpu"},
-        "training": {"rounds": rounds, "local_epochs": 1}, "network": {"profile": profile},
+        "training": {"rounds": rounds, "local_epochs": 1}, "network": {"profile": profile, "overrides": overrides or []},
         "server": {"link": "none"}, "emulate": {"keep_logs": False, "dilation": dilation}})
 
 
 def _emulated_messages(run: str, model: str, compute: str, rounds: int, out: Path, dilation: float = 1.0,
-                       profile: str = "loopback", clients: int = 1) -> list[MeasuredMessage]:
+                       profile: str = "loopback", clients: int = 1,
+                       overrides: list[dict[str, float]] | None = None) -> list[MeasuredMessage]:
     """Every message of one emulated run that completed, labelled ``run`` and ``model``."""
     from fedbw.engines.emulate.run import read_messages_of_run
     from fedbw.runner import run_experiment
 
-    result = run_experiment(_config(model, compute, rounds, out, dilation, profile, clients))
+    result = run_experiment(_config(model, compute, rounds, out, dilation, profile, clients, overrides))
     assert result.run_dir is not None
     return [replace(m, run=run, model=model) for m in read_messages_of_run(result.run_dir) if m.error is None]
 
@@ -224,7 +225,8 @@ def measure(rounds: int = 12, step: Step = lambda what, i, n: None, command: str
     from fedbw.fl.privacy.costs import measure_secagg_costs
 
     k, capped = calibration_dilation(dilation)
-    steps = len(SYNTHETIC_MODELS) + len(PROBE_PARAMS) + 3
+    shaped: list[ShapedRun] = list(SHAPED_RUNS.values())
+    steps = len(SYNTHETIC_MODELS) + len(PROBE_PARAMS) + len(shaped) + 2
     m = Measurements(dilation=k, capped=capped, provenance=provenance(command))
     m.references.append(host_reference_s())  # the host's speed before, between and after the measurements
     with tempfile.TemporaryDirectory(prefix="fedbw-calibrate-", dir=workdir) as tmp:
@@ -236,8 +238,10 @@ def measure(rounds: int = 12, step: Step = lambda what, i, n: None, command: str
             step(f"emulate the probe app ({4 * n / 1e6:.0f} MB in one array)", len(SYNTHETIC_MODELS) + i, steps)
             m.messages += _probe_messages(n, rounds, k)
         m.references.append(host_reference_s())
-        step(f"emulate {SHAPED_MODEL} (synthetic compute) on {SHAPED_PROFILE}", steps - 3, steps)
-        m.messages += _emulated_messages(SHAPED, SHAPED_MODEL, "synthetic", rounds, out, k, SHAPED_PROFILE)
+        for i, r in enumerate(shaped):
+            step(f"emulate {SHAPED_MODEL} (synthetic compute) shaped: {r.label}", steps - 2 - len(shaped) + i, steps)
+            m.messages += _emulated_messages(r.label, SHAPED_MODEL, "synthetic", max(2, round(rounds * r.rounds_share)),
+                                             out, k, r.profile, overrides=r.overrides())
         step(f"emulate {REAL_MODEL} (real training)", steps - 2, steps)
         m.messages += _emulated_messages(REAL, REAL_MODEL, "real", rounds, out, k)
     step("time Flower's FedAvg aggregation", steps - 1, steps)
