@@ -18,7 +18,8 @@ from fedbw.plan import build_plan
 from fedbw.studies import load_study
 from fedbw.links import profile_link
 from fedbw.studies.retime import retime, traffic_from_events
-from fedbw.studies.run import profile_rows, set_uplink_ratios
+from fedbw.config.study import Variant
+from fedbw.studies.run import profile_rows, set_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,15 +147,17 @@ def test_retime_lays_measured_bytes_on_one_link_by_hand():
 
 def test_profile_rows_average_steady_rounds_and_ratio_to_the_baseline():
     traffic = traffic_from_events(_events())
-    rows = profile_rows("v", traffic, ["home-30", "home-80"], RunResult(None))
-    half = profile_rows("base", traffic[:1], ["home-30", "home-80"], RunResult(None))
-    set_uplink_ratios(rows + half, "base")
+    cfg = config_from_dict({"name": "v"})
+    rows = profile_rows(Variant("v", cfg, ()), traffic, ["home-30", "home-80"], RunResult(None))
+    half = profile_rows(Variant("base", cfg, ()), traffic[:1], ["home-30", "home-80"], RunResult(None))
+    set_ratios(rows + half, "base")
     slow, fast = rows
     assert slow.steady_rounds == [2] and half[0].steady_rounds == [1]  # rounds ≥ 2 when there are any
     assert slow.round1_time_s == pytest.approx(retime(traffic[0], profile_link("home-30").model()).round_time_s)
     assert slow.round_time_s == pytest.approx(retime(traffic[1], profile_link("home-30").model()).round_time_s)
     assert slow.round_time_s > fast.round_time_s and slow.bytes_up_per_client == fast.bytes_up_per_client
     assert slow.uplink_ratio == pytest.approx(4.002e6 / 1.5e6)
+    assert slow.round_ratio == pytest.approx(slow.round_time_s / half[0].round_time_s)
     assert slow.comm_fraction == pytest.approx(slow.comm_time_s / slow.round_time_s)
 
 
@@ -247,3 +250,45 @@ def test_simulate_study_measures_packed_secagg_within_the_uplink_target(tmp_path
 def test_shipped_studies_validate(path):
     s = load_study(path)
     assert len(s.variants) >= 2 and s.profiles
+
+
+GRID = '\n[study.grid]\n"clients.per_round" = [3, 5]\n"model.name" = ["small-cnn"]\n'
+
+
+def test_a_grid_runs_every_variant_in_every_cell_with_the_cell_before_the_variants_own_set(tmp_path):
+    s = load_study(_write(tmp_path, VARIANTS + GRID))
+    assert [v.name for v in s.variants] == ["plain@3-small-cnn", "packed@3-small-cnn", "plain@5-small-cnn",
+                                            "packed@5-small-cnn"]
+    assert [v.kind for v in s.variants] == ["plain", "packed"] * 2 and s.baseline == "plain"
+    assert [v.config.clients.per_round for v in s.variants] == [3, 3, 5, 5]
+    assert s.variants[3].overrides[:2] == ("clients.per_round=5", 'model.name="small-cnn"')
+    assert s.grid == {"clients.per_round": [3, 5], "model.name": ["small-cnn"]}
+
+
+@pytest.mark.parametrize("grid, expected", [
+    ('"clients.per_round" = []', "at least one value"),
+    ('"clients.per_round" = [2, 2]', "a value appears twice"),
+    ('"clients.per_round" = [3, 9]', "study.variants[0] (plain@9): 1 problem(s):\n  (top level): clients.per_round (9)"),
+    ('"clients.per_rond" = [2]', "clients.per_rond: unknown key"),
+    ('"clients.per_round" = [[2]]', "values must be numbers, strings or booleans"),
+])
+def test_bad_grids_say_what_and_where(tmp_path, grid, expected):
+    with pytest.raises(ConfigError) as exc:
+        load_study(_write(tmp_path, VARIANTS + "\n[study.grid]\n" + grid + "\n"))
+    assert expected in str(exc.value)
+
+
+def test_a_grid_study_compares_each_variant_with_the_baseline_of_its_own_cell(tmp_path):
+    res = CliRunner().invoke(app, ["study", str(_write(tmp_path, VARIANTS.replace(', "home-80"', "") + GRID))])
+    assert res.exit_code == 0, res.output
+    (study_dir,) = (tmp_path / "runs").iterdir()
+    data = json.loads((study_dir / "study.json").read_text())
+    assert data["grid"] == {"clients.per_round": [3, 5], "model.name": ["small-cnn"]}
+    rows = {(r["kind"], r["cell"]["clients.per_round"]): r for r in data["rows"]}
+    assert len(rows) == 4 and (study_dir / "study.png").stat().st_size > 0
+    for n in (3, 5):
+        plain, packed = rows[("plain", n)], rows[("packed", n)]
+        assert plain["round_ratio"] == 1.0 and plain["uplink_ratio"] == 1.0  # its own cell's baseline
+        assert packed["round_ratio"] == pytest.approx(packed["round_time_s"] / plain["round_time_s"])
+    md = (study_dir / "study.md").read_text()
+    assert "| round vs plain |" in md and "| packed@5-small-cnn | home-30 |" in md

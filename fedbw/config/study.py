@@ -21,12 +21,23 @@ Example (experiments/privacy-overhead.toml)::
 
 Each variant is the base with its ``set`` entries applied (the syntax of ``--set``); every variant is
 validated before anything runs, and an error names the variant and the key.
+
+A study may also have a grid: settings whose every combination (a *cell*) each variant runs in, so the
+overhead of a variant against the baseline can be read along a model size or a cohort size::
+
+    [study.grid]                 # every combination × every variant; the baseline is per cell
+    "model.name" = ["small-cnn", "resnet18"]
+    "clients.per_round" = [10, 100, 1000]
+
+A cell's runs are named ``<variant>@<values>`` (``secagg-packed@resnet18-100``); its overrides apply after
+``[base]`` and before the variant's own ``set``.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +83,22 @@ class StudySpec(_Model):
     profiles: list[str] = Field(min_length=1, description="link profiles every variant is re-timed on")
     variants: list[VariantSpec] = Field(min_length=1)
     baseline: str | None = Field(None, description="variant the uplink ratio is against (default: the first)")
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="settings (config keys) whose every "
+                                       "combination each variant runs in; the baseline is compared per combination")
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_values(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in v.items():
+            if not key or any(not p for p in key.split(".")):
+                raise ValueError(f"{key!r}: a grid key is a config key, e.g. \"clients.per_round\"")
+            if not values:
+                raise ValueError(f"{key}: list at least one value")
+            if any(isinstance(x, (dict, list)) for x in values):
+                raise ValueError(f"{key}: values must be numbers, strings or booleans")
+            if len({repr(x) for x in values}) != len(values):
+                raise ValueError(f"{key}: a value appears twice")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> "StudySpec":
@@ -93,9 +120,23 @@ class StudyFile(_Model):
 
 @dataclass(frozen=True)
 class Variant:
-    name: str
+    """One run of a study: a variant (``kind``, the name in the file) in one grid cell."""
+
+    name: str  #: ``kind`` alone, or ``kind@values`` in a grid
     config: ExperimentConfig
-    overrides: tuple[str, ...]
+    overrides: tuple[str, ...]  #: the cell's settings, then the variant's own
+    kind: str = ""  #: the variant's name in the study file (the baseline is one)
+    cell: tuple[tuple[str, Any], ...] = ()  #: the grid's (key, value) pairs of this run
+
+    @property
+    def cell_label(self) -> str:
+        return cell_label(self.cell)
+
+
+def cell_label(cell: tuple[tuple[str, Any], ...] | dict[str, Any]) -> str:
+    """A grid cell's values joined by '-' ('' without a grid): short enough for a directory name."""
+    items = cell.items() if isinstance(cell, dict) else cell
+    return "-".join(str(v) for _, v in items)
 
 
 @dataclass(frozen=True)
@@ -109,6 +150,7 @@ class Study:
     baseline: str
     engine: str
     output_dir: str
+    grid: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def load_study(path: str | Path, overrides: list[str] | None = None, engine: str | None = None) -> Study:
@@ -143,22 +185,32 @@ def study_from_dict(data: dict[str, Any], overrides: list[str] | None = None, en
     if base.engine not in STUDY_ENGINES:
         raise ConfigError(f"{source}: base.engine = {base.engine!r}: a study runs on {' or '.join(STUDY_ENGINES)}; "
                           f"set engine there or pass --engine")
+    grid = spec.study.grid
+    cells = [tuple(zip(grid, values)) for values in itertools.product(*grid.values())]
     variants = []
-    for i, v in enumerate(spec.study.variants):
-        where = f"{source}: study.variants[{i}] ({v.name})"
-        items = [*base_overrides, *v.set]
-        try:
-            cfg = config_from_dict(copy.deepcopy(spec.base), items, source=where)
-        except ConfigError as exc:
-            msg = str(exc)
-            raise ConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
-        if cfg.engine != base.engine:
-            raise ConfigError(f"{where}: engine = {cfg.engine!r}: every variant runs on the study's engine "
-                              f"({base.engine!r}); remove engine from its set, or pass --engine")
-        try:
-            config_accountant(cfg)  # a max_epsilon below one round's ε fails now, not after other variants ran
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        variants.append(Variant(v.name, cfg, tuple(v.set)))
+    for cell in cells:
+        settings = [f"{k}={format_value(val)}" for k, val in cell]
+        for i, v in enumerate(spec.study.variants):
+            name = f"{v.name}@{cell_label(cell)}" if cell else v.name
+            where = f"{source}: study.variants[{i}] ({name})"
+            items = [*base_overrides, *settings, *v.set]
+            try:
+                cfg = config_from_dict(copy.deepcopy(spec.base), items, source=where)
+            except ConfigError as exc:
+                msg = str(exc)
+                raise ConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+            if cfg.engine != base.engine:
+                raise ConfigError(f"{where}: engine = {cfg.engine!r}: every variant runs on the study's engine "
+                                  f"({base.engine!r}); remove engine from its set, or pass --engine")
+            try:
+                config_accountant(cfg)  # a max_epsilon below one round's ε fails now, not after others ran
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            variants.append(Variant(name, cfg, (*settings, *v.set), v.name, cell))
+    names = [v.name for v in variants]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: study.grid: two cells print the same values ({', '.join(sorted(names))}); "
+                          "make the values distinct")
     return Study(name=spec.study.name, source=source, profiles=list(spec.study.profiles), variants=variants,
-                 baseline=spec.study.baseline or variants[0].name, engine=base.engine, output_dir=base.output_dir)
+                 baseline=spec.study.baseline or spec.study.variants[0].name, engine=base.engine,
+                 output_dir=base.output_dir, grid={k: list(v) for k, v in grid.items()})

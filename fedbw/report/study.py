@@ -3,9 +3,11 @@ variant and profile, split into communication and compute), and the Rich table."
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from fedbw.report import tables
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
@@ -13,7 +15,7 @@ from fedbw.results.rundir import environment
 from fedbw.results.study import StudyResult, StudyRow
 
 COLUMNS = ("variant", "profile", "up/client", "down/client", "round 1", "round", "comm time", "framework", "comm", "ε",
-           "ε terms", "clipped / wrapped", "accuracy", "up vs {baseline}")
+           "ε terms", "clipped / wrapped", "accuracy", "up vs {baseline}", "round vs {baseline}")
 
 
 def _eps(r: StudyRow) -> str:
@@ -41,15 +43,15 @@ def _acc(r: StudyRow) -> str:
     return "-" if r.accuracy is None else f"{100 * r.accuracy:.1f} %"
 
 
-def _ratio(r: StudyRow) -> str:
-    return "-" if r.uplink_ratio is None else f"{r.uplink_ratio:.3f}×"
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}×"
 
 
 def _cells(r: StudyRow) -> list[str]:
     return [r.variant, r.profile, fmt_bytes(r.bytes_up_per_client), fmt_bytes(r.bytes_down_per_client),
             fmt_s(r.round1_time_s), fmt_s_interval(r.round_time_s, r.round_interval_s), fmt_s(r.comm_time_s), fmt_s(r.framework_time_s),
             f"{100 * r.comm_fraction:.0f} %", _eps(r), _eps_terms(r), _secagg_counts(r),
-            _acc(r), _ratio(r)]
+            _acc(r), _ratio(r.uplink_ratio), _ratio(r.round_ratio)]
 
 
 def _steady_note(res: StudyResult) -> str:
@@ -77,7 +79,7 @@ STUDY_KEY = ("variant", "profile", "up/client", "round", "comm")
 #: bytes down, framework, comm time, the uplink ratio, accuracy, then ε with its terms (never one without
 #: the other: an ε without its sampling, adjacency and δ promises nothing).
 STUDY_DROP = ("clipped / wrapped", "round 1", "down/client", "framework", "comm time", "up vs {baseline}",
-              "accuracy", ("ε", "ε terms"))
+              "round vs {baseline}", "accuracy", ("ε", "ε terms"))
 
 
 def rich_table(res: StudyResult) -> tables.FitTable:
@@ -119,7 +121,10 @@ def markdown(res: StudyResult) -> str:
 
 
 def plot(res: StudyResult, path: Path) -> Path:
-    """Grouped bars: one group per profile, one bar per variant, communication below compute."""
+    """A study with a grid: :func:`plot_grid`; else grouped bars, one group per profile, one bar per variant,
+    communication below compute."""
+    if res.study.grid:
+        return plot_grid(res, path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -147,13 +152,71 @@ def plot(res: StudyResult, path: Path) -> Path:
     return path
 
 
+def _numeric_axis(grid: dict[str, list[Any]]) -> str | None:
+    """The grid's first setting whose values are all numbers (the x axis of the grid's figure)."""
+    return next((k for k, vs in grid.items()
+                 if len(vs) > 1 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vs)), None)
+
+
+def plot_grid(res: StudyResult, path: Path) -> Path:
+    """The overhead a person reads before the table: each variant's round time against the baseline's in the
+    same cell (solid) and its uplink bytes against the baseline's (dashed), along the grid's first numeric
+    setting (e.g. clients per round); one panel per combination of the other settings (e.g. the model) and
+    profile."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = res.study.grid
+    x_key = _numeric_axis(grid)
+    others = [k for k in grid if k != x_key]
+    present = {tuple(r.cell.get(k) for k in others) for r in res.rows}
+    groups = [g for g in itertools.product(*(grid[k] for k in others)) if g in present]  # the file's order
+    profiles = res.study.profiles
+    kinds = [k for k in dict.fromkeys(r.variant_kind for r in res.rows) if k != res.study.baseline]
+    fig, axes = plt.subplots(len(groups), len(profiles), figsize=(3.4 * len(profiles), 2.8 * len(groups)),
+                             squeeze=False, sharey=True)
+    cmap = plt.get_cmap("tab10")
+    for gi, group in enumerate(groups):
+        for pi, profile in enumerate(profiles):
+            ax = axes[gi][pi]
+            for ki, kind in enumerate(kinds):
+                rows = [r for r in res.rows if r.variant_kind == kind and r.profile == profile
+                        and tuple(r.cell.get(k) for k in others) == group]
+                rows.sort(key=lambda r: r.cell.get(x_key, 0) if x_key else 0)
+                xs = [r.cell.get(x_key) if x_key else i for i, r in enumerate(rows)]
+                ax.plot(xs, [r.round_ratio for r in rows], "-o", color=cmap(ki), ms=3, label=f"{kind}: round")
+                ax.plot(xs, [r.uplink_ratio for r in rows], "--", color=cmap(ki), alpha=0.6, label=f"{kind}: up bytes")
+            if x_key:
+                if max(grid[x_key]) / max(min(grid[x_key]), 1e-12) >= 10:
+                    ax.set_xscale("log")
+                ax.set_xticks(grid[x_key], [f"{v:g}" for v in grid[x_key]])
+                ax.minorticks_off()
+            ax.axhline(1.0, color="grey", lw=0.8)
+            ax.set_title(", ".join([profile, *(f"{v}" for v in group)]), fontsize="small")
+            if gi == len(groups) - 1:
+                ax.set_xlabel(x_key or "cell")
+            if pi == 0:
+                ax.set_ylabel(f"× {res.study.baseline}")
+    axes[0][0].legend(fontsize="x-small")
+    fig.suptitle(f"{res.study.name}: overhead against {res.study.baseline} (solid: round time, dashed: uplink bytes)",
+                 fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_outputs(res: StudyResult) -> list[Path]:
     d = res.study_dir
     s = res.study
     data = {"study": s.name, "source": s.source, "engine": s.engine, "command": res.command,
             "started_utc": res.started_utc, "made_by": res.made_by, "profiles": s.profiles, "baseline": s.baseline,
-            "variants": [{"name": v.name, "set": list(v.overrides), "run_dir": str(res.run_dirs.get(v.name)),
-                          "stopped_early": res.stopped_early.get(v.name)} for v in s.variants],
+            "grid": s.grid,
+            "variants": [{"name": v.name, "kind": v.kind or v.name, "cell": dict(v.cell), "set": list(v.overrides),
+                          "run_dir": str(res.run_dirs.get(v.name)), "stopped_early": res.stopped_early.get(v.name)}
+                         for v in s.variants],
             "environment": environment(), "rows": [asdict(r) for r in res.rows]}
     (d / "study.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (d / "study.md").write_text(markdown(res), encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fedbw.config.study import Study
 
@@ -41,6 +42,13 @@ class StudyRow:
     #: the steady round's 10th and 90th percentile (each averaged over the steady rounds), under Flower's
     #: costs: the spread of its unknown poll phases and of the calibration's constants (None: links only)
     round_interval_s: tuple[float, float] | None = None
+    kind: str = ""  #: the variant's name in the study file ("" in files from before grids: the variant)
+    cell: dict[str, Any] = field(default_factory=dict)  #: the grid's settings of this run ({} without a grid)
+    round_ratio: float | None = None  #: round time / the baseline variant's, same cell and profile
+
+    @property
+    def variant_kind(self) -> str:
+        return self.kind or self.variant
 
 
 @dataclass

@@ -42,11 +42,11 @@ def privacy_columns(run: RunResult) -> dict[str, object]:
     return out
 
 
-def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str], run: RunResult) -> list[StudyRow]:
+def profile_rows(v: Variant, traffic: list[RoundTraffic], profiles: list[str], run: RunResult) -> list[StudyRow]:
     """Re-time every round of one variant on each profile and average its steady-state rounds."""
     traffic = [t for t in traffic if t.clients]  # a Poisson round may sample nobody: nothing to re-time
     if not traffic:
-        raise RunError(f"variant {variant}: the run finished no round, so there is nothing to re-time")
+        raise RunError(f"variant {v.name}: the run finished no round, so there is nothing to re-time")
     steady = [t for t in traffic if t.round >= 2] or traffic
     last = run.rounds[-1] if run.rounds else None
     privacy = privacy_columns(run)
@@ -66,7 +66,7 @@ def profile_rows(variant: str, traffic: list[RoundTraffic], profiles: list[str],
         interval = ((sum(q[0] for q in spreads) / len(spreads), sum(q[2] for q in spreads) / len(spreads))
                     if spreads and len(spreads) == len(tls) else None)
         rows.append(StudyRow(
-            variant=variant, profile=profile, rounds=len(traffic), steady_rounds=[t.round for t in steady],
+            variant=v.name, kind=v.kind or v.name, cell=dict(v.cell), profile=profile, rounds=len(traffic), steady_rounds=[t.round for t in steady],
             bytes_up_per_client=sum(ups) / len(ups), bytes_down_per_client=sum(downs) / len(downs),
             round1_time_s=first.round_time_s, round_time_s=total / len(tls), comm_time_s=comm / len(tls),
             compute_time_s=sum(tl.compute_time_s for tl in tls) / len(tls),
@@ -84,11 +84,17 @@ def _mean_parts(parts: list[dict[str, float]]) -> dict[str, float]:
     return {k: sum(p.get(k, 0.0) for p in parts) / len(parts) for k in keys} if parts else {}
 
 
-def set_uplink_ratios(rows: list[StudyRow], baseline: str) -> None:
-    base = {r.profile: r.bytes_up_per_client for r in rows if r.variant == baseline}
+def set_ratios(rows: list[StudyRow], baseline: str) -> None:
+    """Each row's uplink bytes and round time against the baseline variant's in the same grid cell and on
+    the same profile (the overhead a variant adds where everything else is equal)."""
+    def key(r: StudyRow) -> tuple[str, str]:
+        return repr(sorted(r.cell.items())), r.profile
+
+    base = {key(r): r for r in rows if r.variant_kind == baseline}
     for r in rows:
-        b = base.get(r.profile)
-        r.uplink_ratio = r.bytes_up_per_client / b if b else None
+        b = base.get(key(r))
+        r.uplink_ratio = r.bytes_up_per_client / b.bytes_up_per_client if b and b.bytes_up_per_client else None
+        r.round_ratio = r.round_time_s / b.round_time_s if b and b.round_time_s else None
 
 
 def _run_variant(v: Variant, study_dir: Path, progress: Progress) -> RunResult:
@@ -125,7 +131,7 @@ def run_study(study: Study, progress: Progress = NoProgress,
         result.made_by = stamp
         traffic = (traffic_from_run_dir(run.run_dir) if v.config.engine == "simulate"
                    else traffic_from_plan(run.plan, len(run.rounds)))
-        result.rows += profile_rows(v.name, traffic, study.profiles, run)
-    set_uplink_ratios(result.rows, study.baseline)
+        result.rows += profile_rows(v, traffic, study.profiles, run)
+    set_ratios(result.rows, study.baseline)
     result.files = write_outputs(result)
     return result
