@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from fedbw.report.format import fmt_s
 from fedbw.traces import DIRECTIONS, RateSeries, RateTrace
+from fedbw.traces.availability import Availability
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,3 +91,22 @@ def plot_trace(trace: RateTrace, path: Path) -> Path:
     finally:
         plt.close(fig)
     return path
+
+
+def render_availability(console: Console, trace: Availability) -> None:
+    """What `fedbw trace availability` prints: the source, the statistics, and the share of clients on line
+    over the horizon as a sparkline (as wide as the console)."""
+    s = trace.stats()
+    console.print(f"availability — {trace.source}", markup=False, highlight=False)
+    gap = "-" if s.mean_gap_s is None else fmt_s(s.mean_gap_s)
+    console.print(f"{s.clients} clients over {fmt_s(s.horizon_s)} · on line {100 * s.mean_fraction:.0f} % of the "
+                  f"time · mean session {fmt_s(s.mean_session_s)} · mean gap {gap}", markup=False, highlight=False)
+    console.print(f"share on line: p10 {100 * s.share_p10:.0f} % · p50 {100 * s.share_p50:.0f} % · "
+                  f"p90 {100 * s.share_p90:.0f} %", markup=False, highlight=False)
+    width = max(1, console.width - len(_LABEL.format("")))
+    shares = [trace.online_share(trace.horizon_s * (i + 0.5) / width) for i in range(width)]
+    top = max(shares) or 1.0
+    console.print(_LABEL.format("on") + "".join(_block(v / top) if v > 0 else " " for v in shares),
+                  markup=False, highlight=False)
+    console.print("sparkline: the share of clients on line over the horizon, scaled to its highest",
+                  markup=False, highlight=False, style="dim")

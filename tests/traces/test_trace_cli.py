@@ -57,3 +57,20 @@ def test_a_sparkline_is_the_console_wide_and_scaled_to_the_top() -> None:
     assert sparkline(series, 4) == "█▁ ▄"
     assert sparkline(series, 8) == "██▁▁  ▄▄"
     assert len(sparkline(series, 157)) == 157
+
+
+def test_availability_prints_who_is_on_line_and_saves_a_generated_trace(tmp_path: Path) -> None:
+    path = tmp_path / "on.csv"
+    path.write_text("client,start_s,end_s\n0,0,60\n1,30,120\n")
+    res = CliRunner().invoke(app, ["trace", "availability", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "2 clients over 2.0 min" in res.output and "on line 62 % of the time" in res.output  # (60 + 90) / (2 × 120)
+    assert "mean session 75.00 s" in res.output and "mean gap -" in res.output
+    saved = tmp_path / "gen.csv"
+    res = CliRunner().invoke(app, ["trace", "availability", "--generate", "two-state", "--clients", "5", "--on", "60",
+                                   "--off", "60", "--hours", "1", "--save", str(saved)])
+    assert res.exit_code == 0, res.output
+    again = CliRunner().invoke(app, ["trace", "availability", str(saved)])
+    assert "5 clients" in again.output
+    bad = CliRunner().invoke(app, ["trace", "availability", "--generate", "weekly"])
+    assert bad.exit_code == 2 and "use two-state or diurnal" in bad.output
