@@ -1,7 +1,7 @@
 """Which of the model's constants earn their place: bootstrap intervals and k-fold cross-validated ablation
 on a calibration's measured messages (fedbw/calibrate/evaluate.py).
 
-Usage: .venv/bin/python benchmarks/cost_terms.py --messages benchmarks/results/calibration-terms.messages.jsonl
+Usage: .venv/bin/python benchmarks/cost_terms.py --messages benchmarks/results/calibration-backoff.messages.jsonl
            [--folds 5] [--resamples 200] [--out benchmarks/results/cost-terms.json]
 
 The messages come from `fedbw calibrate --out FILE` (written beside FILE). Pure arithmetic: about a minute

@@ -11,11 +11,11 @@ that finished is never run again, a failed one is retried and both stay in the l
 calibration that differs from the freeze refuses to resume (``--new`` starts another validation, the
 earlier one stays in the log and in the result).
 
-The grid (``GRID``, 12 rows): three model sizes (the small CNN with real training on digits, a 3 M
-parameter model and ResNet-18 with synthetic compute) × three link profiles (home-50, home-80, mobile-5g)
-in a Latin square of 2, 4 and 8 clients, plain and SecAgg+ (stock; it needs ≥ 3 clients), three more rows
-for the other privacy setting of cells with ≥ 4 clients. Calibration ran one client, on unshaped loopback
-and home-30, without SecAgg+ (fedbw/calibrate/measure.py): no row shares a config with it.
+The grid (``GRID``): configs that neither a calibration nor an earlier validation ran (``GRID_1`` is
+validation 1's: three model sizes × home-50, home-80, mobile-5g in a Latin square of 2, 4 and 8 clients);
+a new freeze refuses a row an earlier one ran, because what an earlier validation showed may have shaped
+the model since. Calibration runs one client, on unshaped loopback and shaped home-30 links, without
+SecAgg+ (fedbw/calibrate/measure.py): no row shares a config with it.
 
 Per row: the steady rounds (round ≥ 2) of both trials pooled against the model's rounds, each round
 against the model's same round: the median |error|; whether the pooled mean falls inside the model's
@@ -23,7 +23,7 @@ central 80 % interval (and the share of single emulated rounds inside it); trans
 simulate's same transfer, their median |error|; host-bound rounds. ``benchmarks/results/validation.json``
 holds the rows, the verdict against issue 31's targets and the whole run log.
 
-Usage: .venv/bin/python benchmarks/validate.py [--new] [--only ROW,...] [--summarize]
+Usage: .venv/bin/python benchmarks/validate.py [--new] [--only ROW,...] [--stop-after MINUTES] [--summarize]
 """
 
 from __future__ import annotations
@@ -62,19 +62,37 @@ MODELS: dict[str, dict[str, Any]] = {
                   "clients": {"compute": "real"}, "training": {"local_epochs": 1}},
     "3M": {"model": {"name": "params=3M"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}},
     "resnet18": {"model": {"name": "resnet18"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}},
+    "mlp": {"model": {"name": "mlp"}, "data": {"dataset": "digits"}, "clients": {"compute": "real"},
+            "training": {"local_epochs": 1}},
+    "resnet50": {"model": {"name": "resnet50"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}},
 }
-#: (model, profile, clients, SecAgg+): a Latin square of clients over model × profile, then three rows with
-#: the other privacy setting (cheapest first: an interrupted grid has its small rows).
-GRID: list[tuple[str, str, int, bool]] = [
+#: Validation 1's grid (model, profile, clients, SecAgg+): a Latin square of clients over model × profile,
+#: then three rows with the other privacy setting (cheapest first: an interrupted grid has its small rows).
+#: Its runs informed the model change after it (the ClientApp's pull), so it is no longer held out.
+GRID_1: list[tuple[str, str, int, bool]] = [
     ("small-cnn", "home-50", 2, False), ("3M", "home-80", 2, False), ("resnet18", "mobile-5g", 2, False),
     ("small-cnn", "home-80", 4, True), ("small-cnn", "home-80", 4, False), ("3M", "mobile-5g", 4, False),
     ("3M", "mobile-5g", 4, True), ("resnet18", "home-50", 4, True), ("small-cnn", "mobile-5g", 8, False),
     ("small-cnn", "mobile-5g", 8, True), ("3M", "home-50", 8, True), ("resnet18", "home-80", 8, False),
 ]
-
-
+#: The grid a new validation freezes: 12 configs no calibration, tuning or earlier validation ran — four model
+#: sizes (the MLP and the small CNN with real training on digits; ResNet-18 and ResNet-50, above it, with
+#: synthetic compute), five link profiles (home-30, where the calibration's shaped runs had one client of
+#: ResNet-18; home-50, home-80, cross-silo-1g and mobile-4g), 2, 4 and 8 clients, plain and SecAgg+; cheapest
+#: first (about 2 hours on 2 cores: a session may stop it between trials with --stop-after and the next
+#: resume it). ``current_freeze`` refuses a row an earlier freeze ran.
+GRID: list[tuple[str, str, int, bool]] = [
+    ("small-cnn", "cross-silo-1g", 2, False), ("mlp", "home-50", 8, False), ("small-cnn", "home-30", 2, False),
+    ("resnet50", "cross-silo-1g", 2, False), ("resnet18", "home-30", 2, False), ("small-cnn", "cross-silo-1g", 4, True),
+    ("mlp", "cross-silo-1g", 8, True), ("mlp", "mobile-4g", 4, True), ("resnet50", "home-80", 4, False),
+    ("small-cnn", "mobile-4g", 8, True), ("resnet18", "cross-silo-1g", 4, True), ("resnet18", "mobile-4g", 2, False),
+]
 def row_id(model: str, profile: str, clients: int, secagg: bool) -> str:
     return f"{model}-{profile}-{clients}{'-secagg' if secagg else ''}"
+
+
+#: Every grid's rows by id: a resumed freeze finds its rows' configs here.
+ROWS = {row_id(*g): g for g in GRID_1 + GRID}
 
 
 def row_config(model: str, profile: str, clients: int, secagg: bool) -> dict[str, Any]:
@@ -148,6 +166,10 @@ def current_freeze(log: list[dict[str, Any]], new: bool) -> dict[str, Any]:
         return last
     if state["dirty"]:
         sys.exit("validate: commit first: a freeze names the commit whose model it validates")
+    seen = sorted({rid for f in freezes for rid in f["grid"]} & {row_id(*g) for g in GRID})
+    if seen:
+        sys.exit(f"validate: {', '.join(seen)} ran in an earlier validation, whose results may have informed the "
+                 "model since: not held out. Give GRID new configs.")
     freeze = {"kind": "freeze", "id": len(freezes) + 1, "created_utc": now(), **state, "rounds": ROUNDS,
               "trials": TRIALS, "max_dilation": MAX_DILATION, "machine": machine(),
               "grid": [row_id(*g) for g in GRID]}
@@ -223,9 +245,12 @@ def model_runs(freeze: dict[str, Any], rid: str, cfg: dict[str, Any]) -> None:
     print(f"  {rid} model: {entry['status']}", flush=True)
 
 
-def run_grid(freeze: dict[str, Any], only: set[str] | None) -> None:
-    for g in GRID:
-        rid = row_id(*g)
+def run_grid(freeze: dict[str, Any], only: set[str] | None, stop_after_s: float | None = None) -> bool:
+    """Run every row's missing trials and model runs; False when ``stop_after_s`` passed first (no trial
+    starts after it: the grid stops between trials, and a later run resumes it)."""
+    t0 = time.monotonic()
+    for rid in freeze["grid"]:
+        g = ROWS[rid]
         if only and rid not in only:
             continue
         cfg = row_config(*g)
@@ -233,10 +258,15 @@ def run_grid(freeze: dict[str, Any], only: set[str] | None) -> None:
             done = [e for e in read_log() if e["kind"] == "trial" and e["freeze"] == freeze["id"] and e["row"] == rid
                     and e["trial"] == trial and e["status"] == "ok"]
             if not done:
+                if stop_after_s is not None and time.monotonic() - t0 > stop_after_s:
+                    print(f"validate: stopped before {rid} trial {trial} (--stop-after); run again to resume",
+                          flush=True)
+                    return False
                 emulate_trial(freeze, rid, trial, cfg)
         if not any(e["kind"] == "model" and e["freeze"] == freeze["id"] and e["row"] == rid and e["status"] == "ok"
                    for e in read_log()):
             model_runs(freeze, rid, cfg)
+    return True
 
 
 # ---------------------------------------------------------------------------------------------- result
@@ -419,6 +449,8 @@ def main() -> None:
     ap.add_argument("--new", action="store_true", help="start another validation (freeze the model again)")
     ap.add_argument("--only", default=None, help="rows to run, comma-separated (default: the whole grid)")
     ap.add_argument("--summarize", action="store_true", help="only write the result from the run log")
+    ap.add_argument("--stop-after", type=float, default=None, metavar="MINUTES",
+                    help="start no trial after this many minutes (the grid resumes where it stopped)")
     ap.add_argument("--stability", type=Path, default=None, metavar="CALIBRATION",
                     help="issue 31.6: the grid's rounds under the shipped calibration and this one, side by side "
                          "(estimate; writes benchmarks/results/validation-stability.json)")
@@ -436,7 +468,8 @@ def main() -> None:
         freeze = current_freeze(read_log(), args.new)
         print(f"validation {freeze['id']}: model {freeze['model_version']}, calibration {freeze['calibration']}, "
               f"commit {freeze['commit'][:10]}", flush=True)
-        run_grid(freeze, set(args.only.split(",")) if args.only else None)
+        run_grid(freeze, set(args.only.split(",")) if args.only else None,
+                 None if args.stop_after is None else 60 * args.stop_after)
     RESULT.write_text(json.dumps(summarize(read_log()), indent=1) + "\n", encoding="utf-8")
     print(f"wrote {RESULT.relative_to(ROOT)}")
 

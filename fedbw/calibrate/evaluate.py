@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedbw.calibrate.fit import (PROBE, REAL, SHAPED, UNSHAPED, costs_of, empty_pull_gaps, fit_all, from_receiving,
-                                 shaped_link)
+from fedbw.calibrate.fit import (PROBE, REAL, SHAPED_RUNS, UNSHAPED, costs_of, empty_pull_gaps, fit_all,
+                                 from_receiving, shaped_array_shares, shaped_messages)
 from fedbw.netmodel.flower import MIB, FlowerCosts
 from fedbw.netmodel.terms import AGGREGATION, HOP, constants_of_terms
 from fedbw.results.messages import MeasuredMessage
@@ -53,19 +53,19 @@ def _app_code(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Ite
     from fedbw.netmodel.flower import app_code_runs_s
 
     for m in msgs:
-        if m.run in (UNSHAPED, SHAPED) and m.process_start_s is not None:
+        if (m.run == UNSHAPED or m.run in SHAPED_RUNS) and m.process_start_s is not None:
             _, t_received, t_app = from_receiving(m)
             t_launch = c.superexec_poll_s / 2
-            yield t_app, app_code_runs_s(c, t_launch + c.clientapp_start_s, t_launch, 0.0, t_received,
-                                         max(1, m.objects_down), m.flower_bytes_down)
+            yield t_app, app_code_runs_s(c, t_launch + c.clientapp_start_s, t_received, max(1, m.objects_down),
+                                         m.flower_bytes_down)
 
 
 def _shaped_downloads(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
     from fedbw.netmodel.flower import download_alone_s, objects_alone_s
 
-    link, shares = shaped_link()
-    for m in msgs:
-        if m.run == SHAPED and m.t_down_s:
+    shares = shaped_array_shares()
+    for m, link in shaped_messages(msgs):
+        if m.t_down_s:
             objects = objects_alone_s(c, m.flower_bytes_down, max(1, m.objects_down), link.down_bytes_per_s,
                                       link.rtt_s, 1.0, shares)
             yield m.t_down_s, download_alone_s(c, link.rtt_s, objects)
@@ -96,7 +96,7 @@ FAMILIES: dict[str, Family] = {
 #: The family each term's constants are judged on.
 FAMILY_OF_TERM = {"hop": "unshaped transfer", "local_copy": "ClientApp to the app's code",
                   "clientapp_start": "ClientApp to the app's code", "clientapp_work": "ClientApp to the app's code",
-                  "node_download": "ClientApp to the app's code", "download_round_trips": "shaped download",
+                  "download_round_trips": "shaped download",
                   "request": "empty pull", "app_setup": "app set-up", "aggregation": "aggregation"}
 
 

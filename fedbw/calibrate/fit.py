@@ -8,8 +8,8 @@ The order, and what each step reads:
 1. ``fit_hops``: every unshaped transfer (fedbw's apps and the probe app), on the hop term's features;
 2. ``fit_start`` and ``fit_request``: the SuperNodes' stamps (a ClientApp's start, an empty pull);
 3. ``fit_app_code``: the ClientApp's way to the app's code, unshaped and shaped runs together, with 1–2
-   (the work before the app's code, the local copy, the SuperNode's share of a download's CPU);
-   ``fit_download_round_trips``: the shaped run's downloads, with 1;
+   (the work before the app's code, the local copy; Flower's pull backoff behind the download is laid by
+   the model's own expression, not fitted); ``fit_download_round_trips``: the shaped runs' downloads, with 1;
 4. ``fit_app_setup``: the real-training run;
 5. ``fit_aggregation``: Flower's FedAvg aggregation timed in-process (samples in the messages file's head).
 """
@@ -147,19 +147,19 @@ def fit_start(messages: Sequence[MeasuredMessage], costs: FlowerCosts) -> dict[s
 
 
 #: The constants the ClientApp's way to the app's code is linear in, fitted together.
-APP_CODE_CONSTANTS = ("clientapp_other_s", "local_s_per_mib", "node_download_share")
+APP_CODE_CONSTANTS = ("clientapp_other_s", "local_s_per_mib")
 
 
 def app_code_rows(messages: Sequence[MeasuredMessage], costs: FlowerCosts) -> tuple[list[list[float]], list[float]]:
     """Least-squares rows for :data:`APP_CODE_CONSTANTS`: per message with a logged start, the terms'
-    features (the work before the app's code, the local copy's MiB, the SuperNode's download CPU after the
-    launch) against the measured "Receiving" → the app's code runs, less what the clock lays there that is
-    not linear in them (its pull behind the download, Flower's backoff): both from
-    :func:`fedbw.netmodel.flower.app_code_runs_s`, the expression the clock uses."""
+    features (the work before the app's code, the local copy's MiB) against the measured "Receiving" → the
+    app's code runs, less what the clock lays there that is not linear in them (the pull that waits for the
+    download and Flower's backoff): both from :func:`fedbw.netmodel.flower.app_code_runs_s`, the expression
+    the clock uses."""
     import dataclasses
 
     from fedbw.netmodel.flower import app_code_runs_s
-    from fedbw.netmodel.terms import CLIENTAPP_WORK, LOCAL_COPY, NODE_DOWNLOAD
+    from fedbw.netmodel.terms import CLIENTAPP_WORK, LOCAL_COPY
 
     fixed = dataclasses.replace(costs, **dict.fromkeys(APP_CODE_CONSTANTS, 0.0))
     rows, targets = [], []
@@ -167,30 +167,26 @@ def app_code_rows(messages: Sequence[MeasuredMessage], costs: FlowerCosts) -> tu
         if m.process_start_s is None:
             continue
         t_start, t_received, t_app = from_receiving(m)
-        t_launch = t_start - costs.clientapp_start_s
         n, nbytes = max(1, m.objects_down), m.flower_bytes_down
-        rows.append(CLIENTAPP_WORK.row() + LOCAL_COPY.row(nbytes=nbytes)
-                    + NODE_DOWNLOAD.row(hop_cpu_s=costs.hop_cpu_s(n, nbytes), t_pull_s=0.0, t_received_s=t_received,
-                                        t_launch_s=t_launch))
-        targets.append(t_app - app_code_runs_s(fixed, t_start, t_launch, 0.0, t_received, n, nbytes))
+        rows.append(CLIENTAPP_WORK.row() + LOCAL_COPY.row(nbytes=nbytes))
+        targets.append(t_app - app_code_runs_s(fixed, t_start, t_received, n, nbytes))
     return rows, targets
 
 
 def fit_app_code(messages: Sequence[MeasuredMessage], costs: FlowerCosts,
                  without: frozenset[str] = frozenset()) -> dict[str, Constant]:
-    """:data:`APP_CODE_CONSTANTS` jointly (least squares ≥ 0; the share at most 1) from the unshaped runs and
-    the shaped one (only there does a ClientApp start while its download still arrives)."""
+    """:data:`APP_CODE_CONSTANTS` jointly (least squares ≥ 0) from the unshaped runs and the shaped ones (only
+    there does a ClientApp wait for a download still arriving)."""
     rows, targets = app_code_rows(messages, costs)
     if not rows:
         return {}
     a, b = _without(np.array(rows), APP_CODE_CONSTANTS, without), np.array(targets)
     x = nonnegative_lstsq(a, b)
-    x[2] = min(1.0, x[2])
     residual = b - a @ x
     spread = float(np.percentile(np.abs(residual), 75))
-    how = ("least squares (≥ 0) of 'Receiving' → the app's code runs, less the clock's pull behind the download, "
-           f"on the work before the app's code, the local copy's MiB and the SuperNode's download CPU after the "
-           f"launch ({len(b)} messages; spread = 75th percentile of |residual|)")
+    how = ("least squares (≥ 0) of 'Receiving' → the app's code runs, less the clock's pull after the download "
+           f"(Flower's backoff, mean over its jitter), on the work before the app's code and the local copy's MiB "
+           f"({len(b)} messages; spread = 75th percentile of |residual|)")
     return {k: Constant(float(v), spread, len(b), how) for k, v in zip(APP_CODE_CONSTANTS, x)}
 
 
@@ -218,11 +214,11 @@ def fit_request(messages: Sequence[MeasuredMessage], costs: FlowerCosts) -> dict
                                   "(median)")}
 
 
-def fit_download_round_trips(messages: Sequence[MeasuredMessage], costs: FlowerCosts, link: Any,
+def fit_download_round_trips(shaped: Sequence[tuple[MeasuredMessage, Any]], costs: FlowerCosts,
                              array_shares: tuple[float, ...] = ()) -> dict[str, Constant]:
-    """Round trips a download makes in series beyond the others the clock lays, from a shaped run: the
-    median of (measured − the clock's download alone with none of them) ÷ the link's round trip, ≥ 0
-    (:func:`fedbw.netmodel.flower.download_alone_s`, the clock's own expression).
+    """Round trips a download makes in series beyond the others the clock lays, from the shaped runs'
+    (message, link) pairs: the median of (measured − the clock's download alone with none of them) ÷ the
+    link's round trip, ≥ 0 (:func:`fedbw.netmodel.flower.download_alone_s`, the clock's own expression).
 
     The unshaped runs cannot show them (a round trip there costs nothing). The median keeps a download
     that met the ServerApp's push (Flower's pull backoff) from moving it.
@@ -231,22 +227,22 @@ def fit_download_round_trips(messages: Sequence[MeasuredMessage], costs: FlowerC
 
     from fedbw.netmodel.flower import download_alone_s, objects_alone_s
 
-    if link.rtt_s <= 0:
-        return {}
     none = dataclasses.replace(costs, download_round_trips=0.0)
     counts = []
-    for m in messages:
+    for m, link in shaped:
         n, nbytes = max(1, m.objects_down), m.flower_bytes_down
-        if not nbytes or not m.t_down_s:
+        if not nbytes or not m.t_down_s or link.rtt_s <= 0:
             continue
         model = download_alone_s(none, link.rtt_s, objects_alone_s(none, nbytes, n, link.down_bytes_per_s,
                                                                    link.rtt_s, 1.0, array_shares))
         counts.append((m.t_down_s - model) / link.rtt_s)
     if not counts:
         return {}
+    runs = sorted({m.run for m, _ in shaped})
     return {"download_round_trips": Constant(
         max(0.0, statistics.median(counts)), _spread(counts), len(counts),
-        f"{SHAPED_MODEL} on {SHAPED_PROFILE}: (measured − modelled download) ÷ the round trip, median, ≥ 0")}
+        f"{SHAPED_MODEL}, shaped runs {', '.join(runs)}: (measured − modelled download) ÷ the round trip, "
+        "median, ≥ 0")}
 
 
 def fit_app_setup(messages: Sequence[MeasuredMessage]) -> dict[str, Constant]:
@@ -273,12 +269,17 @@ def fit_aggregation(samples: Sequence[Sequence[float]], without: frozenset[str] 
     return {k: Constant(float(v), spread, len(times), how) for k, v in zip(AGGREGATION.constants, x)}
 
 
-def shaped_link() -> tuple[Any, tuple[float, ...]]:
-    """The shaped run's link (its profile's model link) and its model's array shares."""
-    from fedbw.catalog import get_model
-    from fedbw.links import profile_link
+def shaped_messages(messages: Sequence[MeasuredMessage]) -> list[tuple[MeasuredMessage, Any]]:
+    """The shaped runs' messages (:data:`SHAPED_RUNS`), each with its run's link as the model sees it."""
+    links = {label: r.link() for label, r in SHAPED_RUNS.items() if any(m.run == label for m in messages)}
+    return [(m, links[m.run]) for m in messages if m.run in links]
 
-    return profile_link(SHAPED_PROFILE).model(), tuple(get_model(SHAPED_MODEL).array_shares)
+
+def shaped_array_shares() -> tuple[float, ...]:
+    """The shaped runs' model's array shares (its objects' sizes)."""
+    from fedbw.catalog import get_model
+
+    return tuple(get_model(SHAPED_MODEL).array_shares)
 
 
 def costs_of(constants: dict[str, Constant]) -> FlowerCosts:
@@ -293,7 +294,7 @@ def fit_all(messages: Sequence[MeasuredMessage], aggregation: Sequence[Sequence[
     by_run: dict[str, list[MeasuredMessage]] = {}
     for m in messages:
         by_run.setdefault(m.run, []).append(m)
-    unshaped, shaped = by_run.get(UNSHAPED, []), by_run.get(SHAPED, [])
+    unshaped, shaped = by_run.get(UNSHAPED, []), shaped_messages(messages)
     constants: dict[str, Constant] = {}
 
     def add(fitted: dict[str, Constant]) -> None:
@@ -302,8 +303,8 @@ def fit_all(messages: Sequence[MeasuredMessage], aggregation: Sequence[Sequence[
     add(fit_hops(unshaped + by_run.get(PROBE, []), without))
     add(fit_start(unshaped, costs_of(constants)))
     add(fit_request(unshaped, costs_of(constants)))
-    add(fit_app_code(unshaped + shaped, costs_of(constants), without))
-    add(fit_download_round_trips(shaped, costs_of(constants), *shaped_link()))
+    add(fit_app_code(unshaped + [m for m, _ in shaped], costs_of(constants), without))
+    add(fit_download_round_trips(shaped, costs_of(constants), shaped_array_shares()))
     add(fit_app_setup(by_run.get(REAL, [])))
     add(fit_aggregation(aggregation, without))
     return constants

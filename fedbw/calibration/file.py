@@ -37,13 +37,12 @@ from typing import Any
 from fedbw.errors import ConfigError
 from fedbw.files.versioned import CALIBRATION, SCHEMA_KEY, VERSION_KEY
 from fedbw.netmodel.flower import FlowerCosts
+from fedbw.netmodel.flower_costs import COUNTS
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
 
 DEFAULT_FILE = "flower-costs.toml"
 _FIELDS = {f.name for f in dataclasses.fields(FlowerCosts)} - {"secagg"}
 _SECAGG_FIELDS = {f.name for f in dataclasses.fields(SecAggCostConstants)}
-#: Constants that are shares, not CPU time: a host's speed does not rescale them, and they lie in [0, 1].
-FRACTIONS = frozenset({"node_download_share"})
 #: Constants the model no longer has, and why (docs/methodology.md, "Cost terms"). A file that names one is
 #: read as it was written — it stays the provenance of the results made with it — and the constant is set
 #: aside in :attr:`Calibration.retired` instead of being refused.
@@ -52,6 +51,9 @@ RETIRED = {
     "hop_message_s": "held-out error no lower with it, its interval reaching 0: "
                      "benchmarks/results/cost-terms-before-retiring.json",
     "aggregate_base_s": "fitted to 0, its interval 0: benchmarks/results/cost-terms-before-retiring.json",
+    "node_download_share": "absorbed a model error (the ClientApp's pull modelled object by object, where Flower "
+                           "stores a message's objects only once all arrived); with the pull fixed it fitted "
+                           "below 0 (2026-12-05, docs/fidelity.md, 'Validation 1')",
 }
 
 
@@ -117,8 +119,6 @@ def _from_dict(data: dict[str, Any], source: str) -> Calibration:
         value = c.get("value") if isinstance(c, dict) else None
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"{source}: constants.{name}.value must be a number >= 0, got {value!r}")
-        if name in FRACTIONS and value > 1:
-            raise ConfigError(f"{source}: constants.{name}.value is a share and must lie in [0, 1], got {value!r}")
         interval = c.get("interval")
         if interval is not None and not (isinstance(interval, list) and len(interval) == 2
                                          and all(isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -150,14 +150,14 @@ HOST_REFERENCE = "host_reference_s"
 
 def at_host_speed(cal: Calibration, reference_s: float) -> Calibration:
     """``cal`` with every CPU constant rescaled to a host whose reference now takes ``reference_s``: each
-    constant of CPU time (not the shares, :data:`FRACTIONS`) and each SecAgg+ primitive × reference_s / the
+    constant of CPU time (not the counts, :data:`~fedbw.netmodel.flower_costs.COUNTS`) and each SecAgg+ primitive × reference_s / the
     calibration's own reference. The provenance says by how much and why."""
     own = cal.provenance.get(HOST_REFERENCE)
     if not isinstance(own, (int, float)) or own <= 0 or reference_s <= 0:
         raise ConfigError(f"{cal.source}: no host reference ({HOST_REFERENCE}) to rescale from; "
                           "recalibrate with this fedbw (`fedbw calibrate`)")
     factor = reference_s / own
-    consts = {k: c if k in FRACTIONS else dataclasses.replace(
+    consts = {k: c if k in COUNTS else dataclasses.replace(
                   c, value=c.value * factor,
                   interval=None if c.interval is None else (c.interval[0] * factor, c.interval[1] * factor))
               for k, c in cal.constants.items()}

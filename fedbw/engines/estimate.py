@@ -86,12 +86,14 @@ def estimate_profiles(plan: Plan, profiles: list[str]) -> list[ProfileEstimate]:
         link = access.model()
         tl = steady_timeline(plan, ids, link_of=lambda cid: link)
         first = tl.client_rows(ids[0])
+        q = tl.round_quantiles_s
         out.append(ProfileEstimate(
             profile=name, up_mbps=access.up_mbps, down_mbps=access.down_mbps,
             bytes_up_per_client=sum(t.bytes_up for t in first), bytes_down_per_client=sum(t.bytes_down for t in first),
             t_down_s=sum(t.t_down_s for t in first), t_compute_s=sum(t.t_compute_s for t in first),
             t_up_s=sum(t.t_up_s for t in first), t_framework_s=tl.framework_time_s, round_time_s=tl.round_time_s,
-            comm_fraction=tl.comm_fraction, bandwidth_bound=tl.bandwidth_bound))
+            comm_fraction=tl.comm_fraction, bandwidth_bound=tl.bandwidth_bound,
+            round_interval_s=None if q is None else (q[0], q[2])))
     return out
 
 

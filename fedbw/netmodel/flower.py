@@ -10,8 +10,9 @@ A message's life (docs/methodology.md, "Flower's deployment costs", with the sou
 3. the SuperNode downloads the objects over its link (one request per object, ≤ 5 MiB chunks, two at a
    time, sha256 on every store) while its SuperExec, polling every 1 s, starts a ``flwr-clientapp``
    process (Python + Flower imports: CPU);
-4. the ClientApp pulls the message from the SuperNode (objects not there yet: back off 1, 2, 4 … s),
-   runs, and hands its reply back; the SuperNode notices within its 0.5 s reply poll;
+4. the ClientApp pulls the message from the SuperNode, which stores the objects only once it has them all
+   (until then: back off 1, 2, 4 … s, ± 20 %; the clock takes the mean over that jitter), runs, and hands
+   its reply back; the SuperNode notices within its 0.5 s reply poll;
 5. the SuperNode uploads the reply; the ServerApp finds it at its next poll (every 3 s after a pull,
    anchored at its push) and pulls it (CPU); a reply seen before its objects arrived backs off too;
 6. when every reply is in, the server aggregates and pushes the next stage.
@@ -210,7 +211,7 @@ class DeploymentClock:
         for e in ex:
             m, s = e.m, e.speed
             t_launch = e.t_pull + self._phase(c.superexec_poll_s, lane, e.count)
-            e.t_app = app_code_runs_s(c, t_launch + CLIENTAPP_START.seconds(c) / s, t_launch, e.t_pull, e.t_received,
+            e.t_app = app_code_runs_s(c, t_launch + CLIENTAPP_START.seconds(c) / s, e.t_received,
                                       m.objects_down, m.bytes_down, s)
             e.t_done = e.t_app + m.client_extra_s + m.compute_s
             e.t_ready = e.t_done + c.local_cpu_s(m.bytes_up) / s

@@ -9,13 +9,24 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from fedbw.flower_protocol import SUPEREXEC_TASK_POLL_S
 from fedbw.netmodel.objects import transfer_objects_s
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
-from fedbw.netmodel.terms import AGGREGATION, CLIENTAPP_WORK, DOWNLOAD_ROUND_TRIPS, HOP, LOCAL_COPY, NODE_DOWNLOAD
+from fedbw.netmodel.terms import AGGREGATION, CLIENTAPP_WORK, DOWNLOAD_ROUND_TRIPS, HOP, LOCAL_COPY
 
 MIB = 2**20
+#: FlowerCosts fields that are Flower's own intervals and settings (read from its source, never fitted).
+FLOWER_SETTINGS = frozenset({"supernode_idle_poll_s", "superexec_poll_s", "reply_poll_s", "serverapp_poll_s",
+                             "backoff_first_s", "backoff_cap_s", "backoff_jitter", "object_workers",
+                             "content_wait_s"})
+#: Constants that are counts, not CPU seconds: a host's speed does not rescale them.
+COUNTS = frozenset({"download_round_trips"})
+#: Flower's backoff jitter, averaged over by a rank-1 lattice rule: path i's jitter at retry j of worker w is
+#: the point ((i · g^(16w + j + 1)) mod P + ½) / P (P prime, g a generator), so every retry's jitters are
+#: stratified and the retries of a path, and the workers, are not correlated.
+JITTER_PATHS, _LATTICE_GENERATOR = 127, 3
 
 
 @dataclass(frozen=True)
@@ -33,6 +44,7 @@ class FlowerCosts:
     serverapp_poll_s: float = 3.0  #: HttpGrid.send_and_receive between pulls
     backoff_first_s: float = 1.0  #: pull of an object not uploaded yet: 1, 2, 4 … s
     backoff_cap_s: float = 10.0
+    backoff_jitter: float = 0.2  #: each backoff sleep is its delay × (1 ± up to this), uniformly
     object_workers: int = 2  #: concurrent object requests per hop
     #: SuperNode sending a reply: sleep while an object the ClientApp has not stored yet is next
     content_wait_s: float = 0.5
@@ -45,9 +57,6 @@ class FlowerCosts:
     #: per MiB moved between processes of one machine (ClientApp ↔ SuperNode, ServerApp ↔ SuperLink)
     local_s_per_mib: float = 0.005
     app_setup_s: float = 0.0  #: fedbw's real-training apps per fresh process: import torch, build the model
-    #: the share of a download's hop CPU that the SuperNode spends on the device, where it delays the
-    #: ClientApp launched before the download ends (one core for both): a fraction, not a time
-    node_download_share: float = 0.0
     #: round trips a download makes in series besides the message's pull, its confirm and its objects
     #: (requests before the first object and after the last), fitted from a shaped run
     download_round_trips: float = 0.0
@@ -71,9 +80,14 @@ class FlowerCosts:
         return AGGREGATION.seconds(self, reply_bytes=reply_bytes)
 
 
+#: Constants an older plan file may carry that the model no longer has (why: fedbw.calibration.file.RETIRED).
+RETIRED_FIELDS = frozenset({"node_download_share"})
+
+
 def costs_from_json(data: Mapping[str, object]) -> FlowerCosts:
-    """FlowerCosts from ``dataclasses.asdict`` of one (the plan file carries them so)."""
-    d = dict(data)
+    """FlowerCosts from ``dataclasses.asdict`` of one (the plan file carries them so); retired constants
+    of an older file are left out."""
+    d = {k: v for k, v in data.items() if k not in RETIRED_FIELDS}
     crypto = d.pop("secagg", None)
     intervals = tuple((str(k), float(lo), float(hi)) for k, lo, hi in d.pop("intervals", ()))  # type: ignore[attr-defined]
     return FlowerCosts(**d, secagg=None if crypto is None else SecAggCostConstants.from_json(crypto),  # type: ignore[arg-type]
@@ -124,16 +138,52 @@ def pull_behind(t_start_s: float, t_first_s: float, t_all_s: float, objects: int
     return done
 
 
-def app_code_runs_s(c: FlowerCosts, t_running_s: float, t_launch_s: float, t_pull_s: float,
-                    t_received_s: float, objects: int, nbytes: float, speed: float = 1.0) -> float:
-    """When a ClientApp whose process runs from ``t_running_s`` (launched at ``t_launch_s``) gets to the app's
-    code: its pull of the message behind a download from ``t_pull_s`` to ``t_received_s`` (Flower's
-    backoff), the local copy, the SuperNode's share of the download's hop CPU after the launch (one core
-    for both), then the work before the app's code. The clock lays every ClientApp with it and
+def pull_stored_at(t_start_s: float, t_stored_s: float, objects: int, costs: FlowerCosts) -> float:
+    """When a pull that starts at ``t_start_s`` has a message whose objects are all stored at ``t_stored_s``:
+    the mean over Flower's backoff jitter.
+
+    A ClientApp pulls its message from its SuperNode, and in Flower 1.42 the SuperNode stores a message's
+    objects only once it has pulled them all (``start_client_internal``: ``pull_objects``, then
+    ``object_store.put`` for each): nothing is there before. Each of ``object_workers`` workers tries its
+    first object at once and, while it is missing, sleeps 1, 2, 4 … s (capped), each sleep × (1 ± 20 %)
+    (``pull_objects``' jitter); the pull is done at the last worker's first try after ``t_stored_s`` (the
+    first worker to get its object takes the rest at once). The mean over :data:`JITTER_PATHS` lattice
+    paths moves smoothly with the download instead of jumping a whole backoff at each retry point.
+    """
+    if t_stored_s <= t_start_s:
+        return t_start_s
+    workers = max(1, min(costs.object_workers, objects))
+    return t_start_s + _mean_backoff_wait(round(t_stored_s - t_start_s, 4), workers, costs.backoff_first_s,
+                                          costs.backoff_cap_s, costs.backoff_jitter)
+
+
+@lru_cache(maxsize=4096)
+def _mean_backoff_wait(wait_s: float, workers: int, first_s: float, cap_s: float, jitter: float) -> float:
+    """The mean over the lattice paths of the later of ``workers`` workers' first retry at or after
+    ``wait_s`` (cached: the clock's lanes meet the same waits round after round)."""
+    paths, g = JITTER_PATHS, _LATTICE_GENERATOR
+    total = 0.0
+    for i in range(paths):
+        done = 0.0
+        for w in range(workers):
+            t, delay, step = 0.0, first_s, 0
+            while t < wait_s:
+                u = ((i * pow(g, 16 * w + step + 1, paths)) % paths + 0.5) / paths
+                t += delay * (1.0 + jitter * (2.0 * u - 1.0))
+                delay = min(2 * delay, cap_s)
+                step += 1
+            done = max(done, t)
+        total += done
+    return total / paths
+
+
+def app_code_runs_s(c: FlowerCosts, t_running_s: float, t_received_s: float, objects: int, nbytes: float,
+                    speed: float = 1.0) -> float:
+    """When a ClientApp whose process runs from ``t_running_s`` gets to the app's code: its pull of the
+    message, whose objects its SuperNode stores at ``t_received_s`` (:func:`pull_stored_at`), the local
+    copy, then the work before the app's code. The clock lays every ClientApp with it and
     ``fedbw calibrate`` fits with it: one expression."""
-    node = NODE_DOWNLOAD.seconds(c, hop_cpu_s=c.hop_cpu_s(objects, nbytes), t_pull_s=t_pull_s,
-                                 t_received_s=t_received_s, t_launch_s=t_launch_s)
-    t_has = pull_behind(t_running_s, t_pull_s, t_received_s, objects, c) + (c.local_cpu_s(nbytes) + node) / speed
+    t_has = pull_stored_at(t_running_s, t_received_s, objects, c) + c.local_cpu_s(nbytes) / speed
     return t_has + CLIENTAPP_WORK.seconds(c) / speed
 
 

@@ -28,8 +28,6 @@ DRAWS = 4
 INTERVAL = (0.10, 0.50, 0.90)
 #: A calibration interval spans the 5th to the 95th percentile: ± this many standard deviations.
 _Z95 = NormalDist().inv_cdf(0.95)
-#: Constants that are shares, capped at 1 when drawn.
-_SHARES = frozenset({"node_download_share"})
 
 
 def cost_draws(costs: FlowerCosts, draws: int = DRAWS, seed: int = 0) -> list[FlowerCosts]:
@@ -49,8 +47,7 @@ def cost_draws(costs: FlowerCosts, draws: int = DRAWS, seed: int = 0) -> list[Fl
         for k in strata:
             z = normal.inv_cdf((k + 0.5) / draws)
             side = (value - low) if z < 0 else (high - value)
-            x = max(0.0, value + z * max(side, 0.0) / _Z95)
-            col.append(min(x, 1.0) if name in _SHARES else x)
+            col.append(max(0.0, value + z * max(side, 0.0) / _Z95))
         columns[name] = col
     return [dataclasses.replace(costs, **{name: col[d] for name, col in columns.items()}) for d in range(draws)]
 

@@ -88,15 +88,6 @@ def CLIENTAPP_WORK() -> dict[str, float]:
     return {"clientapp_other_s": 1.0}
 
 
-@_term("node_download", ("node_download_share",),
-       "The SuperNode's share of a download's hop CPU that falls after the ClientApp's launch, on the "
-       "device's one core: it delays the ClientApp launched beside a download that is still arriving.")
-def NODE_DOWNLOAD(hop_cpu_s: float, t_pull_s: float, t_received_s: float, t_launch_s: float) -> dict[str, float]:
-    from fedbw.netmodel.contention import node_cpu_during_download_s
-
-    return {"node_download_share": node_cpu_during_download_s(1.0, hop_cpu_s, t_pull_s, t_received_s, t_launch_s)}
-
-
 @_term("request", ("request_s",), "One request's server-side work: an empty pull, a confirm.")
 def REQUEST() -> dict[str, float]:
     return {"request_s": 1.0}

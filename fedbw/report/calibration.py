@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from fedbw.calibration.file import FRACTIONS, RETIRED, Calibration, Constant
+from fedbw.calibration.file import RETIRED, Calibration, Constant
+from fedbw.netmodel.flower_costs import COUNTS
 from fedbw.report.format import fmt_s
 from fedbw.report.tables import Col, FitTable
 
-#: Constants that are not seconds: shares (FRACTIONS) and counts.
-UNITLESS = FRACTIONS | {"download_round_trips"}
+#: Constants that are not seconds (counts).
+UNITLESS = COUNTS
 
 
 def fmt_constant(name: str, value: float | None) -> str:
-    """A constant's value in its unit: seconds, or a bare number for a share or a count."""
+    """A constant's value in its unit: seconds, or a bare number for a count."""
     if value is None:
         return "-"
     return f"{value:.3g}" if name in UNITLESS else fmt_s(value)

@@ -12,7 +12,7 @@ from fedbw.report.format import fmt_s
 #: How the table says each verdict (fedbw.calibrate.evaluate).
 VERDICTS = {"earns": "earns its place", "unproven": "**kept, unproven**: not shown on held-out error, interval excludes 0",
             "goes": "**goes**: no better held out, interval reaches 0"}
-COST_TERMS_CMD = ".venv/bin/python benchmarks/cost_terms.py --messages benchmarks/results/calibration-terms.messages.jsonl"
+COST_TERMS_CMD = ".venv/bin/python benchmarks/cost_terms.py --messages benchmarks/results/calibration-backoff.messages.jsonl"
 
 
 @result_table("methodology.cost-terms", "cost-terms.json", COST_TERMS_CMD, model=True)

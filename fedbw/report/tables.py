@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from rich import box
 from rich.cells import cell_len
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -268,12 +269,14 @@ def profile_table(rows: Sequence, title: str) -> FitTable:
                          Col("comm", key=True)],
                  drop=("framework", "t_compute", "down/client", "t_down", "Mbps up/down", "t_up"),
                  caption=("framework = Flower's own time in the round (polls, a ClientApp process per message, the "
-                          "server's work); comm = communication share of the round; ▲ above 30 % = bandwidth-bound"),
+                          "server's work); comm = communication share of the round; ▲ above 30 % = bandwidth-bound; "
+                          "round \\[low–high] = its central 80 % interval"),
                  left_out=ESTIMATE_LEFT_OUT)
     for r in rows:
         t.add_row(r.profile, f"{r.up_mbps:g}/{r.down_mbps:g}", fmt_bytes(r.bytes_up_per_client),
                   fmt_bytes(r.bytes_down_per_client), fmt_s(r.t_down_s), fmt_s(r.t_compute_s), fmt_s(r.t_up_s),
-                  fmt_s(r.t_framework_s), fmt_s(r.round_time_s), fmt_frac(r.comm_fraction, r.bandwidth_bound))
+                  fmt_s(r.t_framework_s), escape(fmt_s_interval(r.round_time_s, r.round_interval_s)),
+                  fmt_frac(r.comm_fraction, r.bandwidth_bound))
     return t
 
 

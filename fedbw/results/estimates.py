@@ -26,6 +26,9 @@ class ProfileEstimate:
     round_time_s: float
     comm_fraction: float
     bandwidth_bound: bool
+    #: the round's central 80 % interval over Flower's unknown phases and the constants' intervals (None: the
+    #: model has no spread there, e.g. links only)
+    round_interval_s: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -10,23 +10,48 @@ import pytest
 
 from tests.benchmark_module import load_benchmark
 
-from fedbw.calibrate.fit import SHAPED_PROFILE
+from fedbw.calibrate.fit import SHAPED_MODEL
 from fedbw.report.validation_table import validation_markdown
 
 V = load_benchmark("validate")
 
 
-def test_the_grid_is_a_fractional_design_that_the_calibration_never_ran() -> None:
-    assert len(V.GRID) >= 12
-    models = {g[0] for g in V.GRID}
-    profiles = {g[1] for g in V.GRID}
-    assert len(models) == 3 and len(profiles) == 3 and {g[2] for g in V.GRID} == {2, 4, 8}
-    assert any(p.startswith("mobile") for p in profiles) and SHAPED_PROFILE not in profiles
+def test_the_grid_is_held_out_from_the_calibration_and_from_every_earlier_validation() -> None:
+    rows = [V.row_id(*g) for g in V.GRID]
+    assert len(set(rows)) == len(rows) >= 12 and {g[2] for g in V.GRID} >= {2, 4, 8}
+    assert not set(rows) & {V.row_id(*g) for g in V.GRID_1}  # validation 1's configs informed the model since
+    assert all(g[2] >= 2 for g in V.GRID)  # calibration ran one client
+    assert not any(g[0] == SHAPED_MODEL and g[2] == 1 for g in V.GRID)
     assert {g[3] for g in V.GRID} == {True, False} and all(g[2] >= 3 for g in V.GRID if g[3])  # SecAgg+ needs 3
-    assert len({V.row_id(*g) for g in V.GRID}) == len(V.GRID)
-    cells = {(g[0], g[1]): g[2] for g in V.GRID}  # a Latin square: each model and profile meets each count once
-    assert all(sorted(cells[(m, p)] for p in profiles) == [2, 4, 8] for m in models)
-    assert all(sorted(cells[(m, p)] for m in models) == [2, 4, 8] for p in profiles)
+    assert len({g[0] for g in V.GRID}) >= 3 and any(g[1].startswith("mobile") for g in V.GRID)
+    assert all(V.ROWS[r] == g for r, g in zip(rows, V.GRID)) and all(g[0] in V.MODELS for g in V.GRID)
+
+
+def test_the_grid_stops_between_trials_after_the_time_given_and_resumes_from_the_log(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    ran: list[tuple[str, int]] = []
+
+    def trial(freeze: dict, rid: str, n: int, cfg: dict) -> None:
+        ran.append((rid, n))
+        V.append({"kind": "trial", "freeze": freeze["id"], "row": rid, "trial": n, "status": "ok"})
+
+    monkeypatch.setattr(V, "emulate_trial", trial)
+    monkeypatch.setattr(V, "model_runs", lambda f, rid, cfg: V.append(
+        {"kind": "model", "freeze": f["id"], "row": rid, "status": "ok"}))
+    freeze = {"id": 1, "grid": [V.row_id(*g) for g in V.GRID[:2]]}
+    assert V.run_grid(freeze, None, stop_after_s=-1.0) is False and ran == []  # no trial starts after the time
+    assert V.run_grid(freeze, None) is True and len(ran) == 2 * V.TRIALS
+    assert V.run_grid(freeze, None) is True and len(ran) == 2 * V.TRIALS  # resumed: nothing left to run
+
+
+def test_a_new_validation_refuses_a_row_an_earlier_one_ran(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    monkeypatch.setattr(V, "frozen_now", lambda: {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x",
+                                                  "calibration_created_utc": "t", "commit": "0" * 40, "dirty": False})
+    V.current_freeze([], new=False)
+    with pytest.raises(SystemExit, match="not held out"):
+        V.current_freeze(V.read_log(), new=True)
 
 
 def _rounds(times: list[float], interval: tuple[float, float] | None = None) -> list[dict]:
@@ -65,6 +90,7 @@ def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path
     state["model_version"] = "m-b"
     with pytest.raises(SystemExit, match="model_version changed"):
         V.current_freeze(V.read_log(), new=False)
+    monkeypatch.setattr(V, "GRID", V.GRID_1)  # another validation needs configs the first did not run
     assert V.current_freeze(V.read_log(), new=True)["id"] == 2  # another validation; the first stays
     out = V.summarize(V.read_log())
     assert [v["freeze"]["id"] for v in out["validations"]] == [1, 2]
@@ -93,7 +119,8 @@ def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Pa
     from fedbw.netmodel.version import model_version
 
     monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
-    for version in ("m-old", model_version()):
+    for version, grid in (("m-old", V.GRID_1), (model_version(), V.GRID)):
+        monkeypatch.setattr(V, "GRID", grid)
         monkeypatch.setattr(V, "frozen_now", lambda v=version: {
             "model_version": v, "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",
             "commit": "0" * 40, "dirty": False})

@@ -43,7 +43,7 @@ def test_start_request_and_app_code_fits_separate_the_start_the_fixed_work_and_t
     assert fit["clientapp_start_s"].value == pytest.approx(1.4)
     assert fit["clientapp_other_s"].value == pytest.approx(0.8)
     assert fit["local_s_per_mib"].value == pytest.approx(0.004)
-    assert fit["node_download_share"].value == 0.0  # no download overlapped a launch
+    assert "node_download_share" not in fit  # retired: the pull after the download is the model's, not fitted
     assert fit["request_s"].value == pytest.approx(0.02)  # 10 − 6.98 − the 3 s sleep
     assert all(type(c.value) is float for c in fit.values())  # plain floats: the file is TOML
 
@@ -52,44 +52,44 @@ def test_the_start_counts_from_the_pull_when_the_process_starts_during_the_downl
     """A large message: the SuperExec launches the ClientApp at "Receiving", before the objects are in, and
     the ClientApp's own pull then backs off until they are. Measured from "Received" (the old fit), such
     messages looked like fast starts and slow pulls; the fit must recover the same constants either way."""
-    from fedbw.netmodel.flower import pull_behind
+    from fedbw.netmodel.flower_costs import pull_stored_at
 
     costs = FlowerCosts()
     start, other, per_mib, objects = 1.4, 0.8, 0.004, 131
     launch = start + costs.superexec_poll_s / 2
     messages = []
     for i, (mib, download) in enumerate(((0.1, 0.05), (45.0, 3.0), (0.5, 0.1), (45.0, 6.0)) * 3):
-        t_has = pull_behind(launch, 0.0, download, objects, costs)
+        t_has = pull_stored_at(launch, download, objects, costs)
         t_app = t_has + other + per_mib * mib
         messages.append(msg(**{"model": "m", "client_id": 0, "launch_s": launch, "process_start_s": launch - download,
                          "flower_bytes_down": mib * MIB, "objects_down": objects,
                          "parts": {"clientapp_start_s": t_app - download}}))
     fitted = dataclasses.replace(costs, **{k: c.value for k, c in fit_start(messages, costs).items()})
     assert fitted.clientapp_start_s == pytest.approx(start)
-    fit = fit_app_code(messages, dataclasses.replace(fitted, node_download_share=0.0))
+    fit = fit_app_code(messages, fitted)
     assert fit["clientapp_other_s"].value == pytest.approx(other)
     assert fit["local_s_per_mib"].value == pytest.approx(per_mib)
 
 
-def test_the_app_code_fit_recovers_the_share_of_the_download_cpu_that_delays_the_clientapp() -> None:
+def test_the_app_code_fit_recovers_its_constants_behind_flowers_backoff() -> None:
     """Messages laid out by the clock's own expression with known constants — unshaped ones, and shaped
-    ones whose download outlasts the launch — are fitted back jointly."""
+    ones whose ClientApp waited for its download at one of Flower's retry points — are fitted back: the
+    backoff is the model's, so no constant absorbs it."""
     from fedbw.netmodel.flower import app_code_runs_s
 
     costs = dataclasses.replace(FlowerCosts(), hop_object_s=0.008, hop_s_per_mib=0.0065)
-    truth = dataclasses.replace(costs, node_download_share=0.45, local_s_per_mib=0.008, clientapp_other_s=0.6)
+    truth = dataclasses.replace(costs, local_s_per_mib=0.008, clientapp_other_s=0.6)
     launch = costs.clientapp_start_s + costs.superexec_poll_s / 2
     messages = []
     for mib, download, objects in ((0.1, 0.0, 4), (0.5, 0.0, 8), (45.0, 0.0, 131), (44.6, 3.0, 131),
-                                   (44.6, 3.6, 131), (44.6, 4.2, 131), (44.6, 0.5, 131)):
-        t_app = app_code_runs_s(truth, launch, launch - costs.clientapp_start_s, 0.0, download, objects, mib * MIB)
+                                   (44.6, 5.6, 131), (44.6, 9.2, 131), (44.6, 0.5, 131)):
+        t_app = app_code_runs_s(truth, launch, download, objects, mib * MIB)
         messages.append(msg(launch_s=launch, process_start_s=launch - download, objects_down=objects,
                             flower_bytes_down=mib * MIB, parts={"clientapp_start_s": t_app - download}))
     fit = fit_app_code(messages, costs)
-    assert fit["node_download_share"].value == pytest.approx(0.45)
     assert fit["local_s_per_mib"].value == pytest.approx(0.008)
     assert fit["clientapp_other_s"].value == pytest.approx(0.6)
-    assert fit["node_download_share"].samples == 7
+    assert fit["clientapp_other_s"].samples == 7
 
 
 def test_nonnegative_least_squares_drops_a_column_that_goes_negative() -> None:
@@ -133,6 +133,6 @@ def test_download_round_trip_fit_recovers_the_requests_beyond_the_model() -> Non
                                                 costs.hop_object_s, costs.hop_s_per_mib / MIB)
     msgs = [msg(objects_down=objects, flower_bytes_down=nbytes, t_down_s=model + 6 * link.rtt_s + extra)
             for extra in (0.0, 0.0, 0.0, 1.2)]
-    fit = fit_download_round_trips(msgs, costs, link)["download_round_trips"]
+    fit = fit_download_round_trips([(m, link) for m in msgs], costs)["download_round_trips"]
     assert fit.value == pytest.approx(6.0) and fit.samples == 4
-    assert fit_download_round_trips(msgs, costs, ClientLink(28.7, 287.0, 0.0)) == {}
+    assert fit_download_round_trips([(m, ClientLink(28.7, 287.0, 0.0)) for m in msgs], costs) == {}

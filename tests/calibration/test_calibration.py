@@ -62,9 +62,9 @@ def test_bad_calibration_files_say_what_is_wrong(tmp_path: Path) -> None:
 def test_the_shipped_default_is_a_real_calibration_of_every_fitted_constant() -> None:
     cal = default_calibration()
     assert cal.provenance.get("created_utc") not in (None, "provisional")
-    cpu = {f.name for f in dataclasses.fields(FlowerCosts)} - {
-        "supernode_idle_poll_s", "superexec_poll_s", "reply_poll_s", "serverapp_poll_s", "backoff_first_s",
-        "backoff_cap_s", "object_workers", "content_wait_s",  # Flower's own intervals: not measured
+    from fedbw.netmodel.flower_costs import FLOWER_SETTINGS
+
+    cpu = {f.name for f in dataclasses.fields(FlowerCosts)} - FLOWER_SETTINGS - {
         "intervals"}  # the constants' uncertainty, read from each constant's interval
     assert cpu - {"secagg"} <= set(cal.constants), f"not calibrated: {sorted(cpu - {'secagg'} - set(cal.constants))}"
     assert cal.secagg is not None and cal.costs().secagg == cal.secagg  # SecAgg+'s crypto, for its stages
@@ -84,8 +84,8 @@ def test_a_calibration_rescaled_to_the_host_speed_now(tmp_path: Path) -> None:
     slow = at_host_speed(cal, 1.8)
     assert slow.constants["clientapp_start_s"].value == pytest.approx(3.0)
     assert slow.constants["clientapp_start_s"].spread == 0.1 and slow.constants["request_s"].value == pytest.approx(0.015)
-    shared = Calibration({"node_download_share": Constant(0.4)}, {HOST_REFERENCE: 1.2}, "cal.toml")
-    assert at_host_speed(shared, 1.8).constants["node_download_share"].value == 0.4  # a share, not CPU time
+    counted = Calibration({"download_round_trips": Constant(2.0)}, {HOST_REFERENCE: 1.2}, "cal.toml")
+    assert at_host_speed(counted, 1.8).constants["download_round_trips"].value == 2.0  # a count, not CPU time
     assert slow.secagg is not None and slow.secagg.ecdh_s == pytest.approx(1.5 * crypto.ecdh_s)
     assert slow.provenance["rescaled_by"] == pytest.approx(1.5) and slow.provenance[HOST_REFERENCE] == 1.8
     back = read_calibration(write_calibration(tmp_path / "slow.toml", slow))  # a file the model reads
@@ -140,6 +140,6 @@ def test_a_file_naming_a_retired_constant_reads_as_written_and_sets_it_aside(tmp
     cal = read_calibration(path)
     assert cal.retired == {"hop_message_s": 0.044} and set(cal.constants) == {"hop_object_s"}
     assert cal.costs().hop_object_s == 0.004 and not hasattr(cal.costs(), "hop_message_s")
-    assert set(RETIRED) >= {"server_share", "hop_message_s", "aggregate_base_s"}
+    assert set(RETIRED) >= {"server_share", "hop_message_s", "aggregate_base_s", "node_download_share"}
     # the shipped file was fitted after they retired: it names none of them (the old one is in git history)
     assert not default_calibration().retired

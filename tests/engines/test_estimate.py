@@ -67,3 +67,22 @@ def test_sweep_over_config_key(tmp_path):
     rows = run_sweep(cfg, "compression.codec", ["none", "fp16", "int8"])
     ups = [r.bytes_up_per_client for r in rows]
     assert ups[1] == pytest.approx(ups[0] / 2, rel=0.01) and ups[2] == pytest.approx(ups[0] / 4, rel=0.01)
+
+
+def test_each_profiles_round_carries_its_interval_and_the_table_shows_it() -> None:
+    """With Flower's costs the round has a spread (phases, the constants' intervals): `fedbw estimate`'s
+    profile table shows it beside the expected round; a links-only round has none."""
+    from rich.console import Console
+
+    from fedbw.report.tables import profile_table
+
+    (p,) = estimate_report(None, model="small-cnn", profiles=["home-50"]).profiles
+    assert p.round_interval_s is not None
+    low, high = p.round_interval_s
+    assert low <= high and low < p.round_time_s * 1.5 and high > p.round_time_s / 1.5
+    console = Console(width=160, record=True)
+    console.print(profile_table([p], "t"))
+    text = console.export_text()
+    assert f"{low:.2f}–{high:.2f}]" in text  # the row's interval, in its unit (seconds here)
+    (bare,) = estimate_report(None, model="small-cnn", profiles=["home-50"], overrides=['framework="none"']).profiles
+    assert bare.round_interval_s is None

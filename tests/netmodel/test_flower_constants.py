@@ -73,3 +73,14 @@ def test_reply_content_wait():
     src = _source("supernode/start_client_internal.py")
     assert float(_after(src, "# Wait for the content to be available", r"time\.sleep\(([\d.]+)\)")) == \
         COSTS.content_wait_s
+
+
+def test_pull_backoff_jitter_and_the_supernode_storing_objects_only_once_all_are_in():
+    """The ClientApp's pull waits for the whole message (the model's ``pull_stored_at``) because the
+    SuperNode puts the objects in its store only after ``pull_objects`` returned them all."""
+    utils = _source("supercore/inflatable/inflatable_utils.py")
+    assert float(_after(utils, "exponential backoff with", r"delay \* \(1 \+ random\.uniform\(-([\d.]+), ")) == \
+        COSTS.backoff_jitter
+    node = _source("supernode/start_client_internal.py")
+    pulled = node.index("obj_contents = pull_objects(")
+    assert pulled < node.index("object_store.put(obj_id, obj_contents.pop(obj_id))", pulled)

@@ -11,9 +11,9 @@ from fedbw.netmodel.flower import DeploymentClock, FlowerCosts
 from fedbw.netmodel.payload import round_exchanges
 from fedbw.netmodel.spread import DRAWS, cost_draws, quantiles
 
-COSTS = FlowerCosts(clientapp_start_s=1.0, local_s_per_mib=0.01, app_setup_s=2.0, node_download_share=0.9)
+COSTS = FlowerCosts(clientapp_start_s=1.0, local_s_per_mib=0.01, app_setup_s=2.0, request_s=0.01)
 WIDE = dataclasses.replace(COSTS, intervals=(("clientapp_start_s", 0.6, 1.6), ("local_s_per_mib", 0.008, 0.02),
-                                             ("node_download_share", 0.5, 1.0)))
+                                             ("request_s", 0.0, 0.05)))
 
 
 def test_no_intervals_no_draws() -> None:
@@ -26,7 +26,7 @@ def test_draws_cover_each_interval_in_strata_and_stay_in_range() -> None:
     starts = sorted(d.clientapp_start_s for d in draws)
     assert sum(s < 1.0 for s in starts) == 2 and sum(s > 1.0 for s in starts) == 2  # one draw per quartile
     assert 0.6 < starts[0] and starts[-1] < 1.6  # the 12.5th/87.5th percentiles lie inside the 5–95 % interval
-    assert all(0.0 <= d.node_download_share <= 1.0 for d in draws)
+    assert all(d.request_s >= 0.0 for d in draws)  # an interval reaching 0 never draws below it
     assert all(d.app_setup_s == 2.0 for d in draws)  # a constant without an interval is not drawn
 
 

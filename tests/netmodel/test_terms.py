@@ -7,15 +7,14 @@ import dataclasses
 
 import pytest
 
+from fedbw.netmodel.flower_costs import FLOWER_SETTINGS
 from fedbw.netmodel.flower import MIB, DeploymentClock, FlowerCosts, download_alone_s, objects_alone_s
 from fedbw.netmodel.stage import StageMessage
 from fedbw.netmodel.terms import HOP, LOCAL_COPY, TERMS, constants_of_terms
 from fedbw.netmodel.transfer import ClientLink
 
 #: FlowerCosts fields that are Flower's intervals or settings, read from Flower's source: no term's.
-INTERVALS = {"supernode_idle_poll_s", "superexec_poll_s", "reply_poll_s", "serverapp_poll_s", "backoff_first_s",
-             "backoff_cap_s", "object_workers", "content_wait_s", "secagg",
-             "intervals"}  # the constants' uncertainty, not a constant
+INTERVALS = FLOWER_SETTINGS | {"secagg", "intervals"}  # SecAgg+'s own terms; the constants' uncertainty
 
 
 def test_every_cpu_constant_has_exactly_one_term() -> None:

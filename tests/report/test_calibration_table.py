@@ -27,6 +27,5 @@ def test_no_key_column_is_cut(width: int) -> None:
 
 
 def test_units_follow_the_constant() -> None:
-    assert fmt_constant("node_download_share", 0.556) == "0.556"
     assert fmt_constant("download_round_trips", 2.24) == "2.24"
     assert fmt_constant("request_s", 0.0056) == "5.60 ms"

@@ -178,11 +178,11 @@ def test_the_study_table_keeps_variant_profile_bytes_round_and_comm_whole(width:
 
 
 def test_a_wide_terminal_shows_every_study_column(tmp_path) -> None:
-    text = _render(260, rich_table(_study(tmp_path)))
+    text = _render(280, rich_table(_study(tmp_path)))
     _no_cut(text)
     assert _heads(_line(text, "variant", "profile")) == {
         "variant", "profile", "up/client", "down/client", "round 1", "round", "comm time", "framework", "comm", "ε",
-        "ε terms", "clipped / wrapped", "accuracy", "up vs plain"}
+        "ε terms", "clipped / wrapped", "accuracy", "up vs plain", "round vs plain"}
     assert "not shown at" not in text
 
 

@@ -1,0 +1,51 @@
+"""docs/privacy-overhead.md, "At scale": the privacy-at-scale study's overheads per model, cohort and profile,
+from the study.json it wrote (``benchmarks/results/privacy-at-scale.json``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fedbw.report.doc_blocks import md_table, result_table
+from fedbw.report.format import fmt_s, fmt_s_interval
+
+SCALE_CMD = ("fedbw study experiments/privacy-at-scale.toml --result benchmarks/results/privacy-at-scale.json")
+
+
+def _ratio(row: dict[str, Any] | None, key: str) -> str:
+    value = None if row is None else row.get(key)
+    return "-" if value is None else f"{value:.2f}×"
+
+
+@result_table("privacy.at-scale", "privacy-at-scale.json", SCALE_CMD, needs="grid", model=True)
+def privacy_at_scale_markdown(data: dict[str, Any]) -> str:
+    """One line per cell of the grid and profile: the baseline's round (with its interval), then each other
+    variant's round time against it and, where it differs from 1, its uplink bytes against it."""
+    baseline = data.get("baseline", "plain")
+    grid: dict[str, list[Any]] = data["grid"]
+    kinds = [k for k in dict.fromkeys(r.get("kind") or r["variant"] for r in data["rows"]) if k != baseline]
+    by = {(r.get("kind") or r["variant"], json.dumps(r["cell"], sort_keys=True), r["profile"]): r for r in data["rows"]}
+    cells = list(dict.fromkeys(json.dumps(r["cell"], sort_keys=True) for r in data["rows"]))
+    head = [*grid, "profile", f"{baseline} round", *(f"{k}: round (up)" for k in kinds)]
+    rows = []
+    for cell in cells:
+        values = json.loads(cell)
+        for profile in data["profiles"]:
+            base = by.get((baseline, cell, profile))
+            if base is None:
+                continue
+            line = [str(values.get(k)) for k in grid] + [profile, fmt_s_interval(base["round_time_s"],
+                                                                                  base.get("round_interval_s"))]
+            for k in kinds:
+                r = by.get((k, cell, profile))
+                up = _ratio(r, "uplink_ratio")
+                line.append(_ratio(r, "round_ratio") + ("" if up in ("1.00×", "-") else f" ({up})"))
+            rows.append(line)
+    plain = [r["round_time_s"] for r in data["rows"] if (r.get("kind") or r["variant"]) == baseline]
+    env = data.get("environment", {})
+    return (md_table(head, rows, right=set(range(len(grid) + 1, len(head))))
+            + f"\nround = the steady round of the {data.get('engine')} engine, every sampled client on the row's "
+              f"profile; the others: round time (uplink bytes, where not 1.00×) against {baseline} in the same cell "
+              f"and profile. {baseline}'s rounds span {fmt_s(min(plain))} to {fmt_s(max(plain))}. "
+              f"`{data.get('command')}`, started {data.get('started_utc')} on {env.get('platform', '?')}, "
+              f"{env.get('cpu_count', '?')} CPU(s).\n")

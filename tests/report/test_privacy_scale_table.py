@@ -1,0 +1,28 @@
+"""docs/privacy-overhead.md's "At scale" table renders each grid cell and profile from the study's JSON:
+the baseline's round with its interval, each other variant's round (and uplink, where it differs) against it."""
+
+from __future__ import annotations
+
+from fedbw.calibration.file import load_costs, model_stamp
+from fedbw.report.privacy_scale_table import privacy_at_scale_markdown
+
+
+def _row(kind: str, n: int, round_s: float, round_ratio: float, up: float) -> dict:
+    return {"variant": f"{kind}@{n}", "kind": kind, "cell": {"clients.per_round": n}, "profile": "home-30",
+            "round_time_s": round_s, "round_interval_s": [round_s - 1, round_s + 1], "round_ratio": round_ratio,
+            "uplink_ratio": up}
+
+
+def test_one_line_per_cell_and_profile_with_ratios_against_the_cells_baseline() -> None:
+    data = {"grid": {"clients.per_round": [10, 100]}, "baseline": "plain", "profiles": ["home-30"],
+            "engine": "estimate", "command": "fedbw study x.toml", "started_utc": "t", "environment": {},
+            "made_by": model_stamp(load_costs(None)),
+            "rows": [_row("plain", 10, 7.0, 1.0, 1.0), _row("stock", 10, 24.5, 3.5, 2.0),
+                     _row("plain", 100, 9.5, 1.0, 1.0), _row("stock", 100, 26.6, 2.8, 2.0)]}
+    text = privacy_at_scale_markdown(data)
+    assert "| clients.per_round | profile | plain round | stock: round (up) |" in text
+    assert "| 10 | home-30 | 7.00 s [6.00–8.00] | 3.50× (2.00×) |" in text
+    assert "| 100 | home-30 | 9.50 s [8.50–10.50] | 2.80× (2.00×) |" in text
+    assert "plain's rounds span 7.00 s to 9.50 s" in text
+    data["rows"][1]["uplink_ratio"] = 1.0
+    assert "| 10 | home-30 | 7.00 s [6.00–8.00] | 3.50× |" in privacy_at_scale_markdown(data)  # equal bytes: not shown
