@@ -43,9 +43,30 @@ def privacy_at_scale_markdown(data: dict[str, Any]) -> str:
             rows.append(line)
     plain = [r["round_time_s"] for r in data["rows"] if (r.get("kind") or r["variant"]) == baseline]
     env = data.get("environment", {})
+    ranges = _ranges(data, kinds)
     return (md_table(head, rows, right=set(range(len(grid) + 1, len(head))))
             + f"\nround = the steady round of the {data.get('engine')} engine, every sampled client on the row's "
               f"profile; the others: round time (uplink bytes, where not 1.00×) against {baseline} in the same cell "
-              f"and profile. {baseline}'s rounds span {fmt_s(min(plain))} to {fmt_s(max(plain))}. "
+              f"and profile; a round's mean can lie above its interval when a few of Flower's poll phases meet a "
+              f"whole poll step. {baseline}'s rounds span {fmt_s(min(plain))} to {fmt_s(max(plain))}. {ranges} "
               f"`{data.get('command')}`, started {data.get('started_utc')} on {env.get('platform', '?')}, "
               f"{env.get('cpu_count', '?')} CPU(s).\n")
+
+
+def _ranges(data: dict[str, Any], kinds: list[str]) -> str:
+    """Per variant, the range of its round ratio per value of each grid setting's first and last value
+    (e.g. the smallest and the largest cohort): the sentences the page's prose leans on."""
+    out = []
+    for key, values in data["grid"].items():
+        if len(values) < 2:
+            continue
+        for value in (values[0], values[-1]):
+            parts = []
+            for k in kinds:
+                ratios = [r["round_ratio"] for r in data["rows"] if (r.get("kind") or r["variant"]) == k
+                          and r["cell"].get(key) == value and r.get("round_ratio") is not None]
+                if ratios:
+                    parts.append(f"{k} {min(ratios):.2f}–{max(ratios):.2f}×")
+            if parts:
+                out.append(f"At {key} = {value}: " + ", ".join(parts) + ".")
+    return " ".join(out)
