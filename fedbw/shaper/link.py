@@ -17,6 +17,7 @@ from numbers import Real
 from typing import Any
 
 from fedbw.shaper.bucket import RateSchedule, TokenBucket
+from fedbw.timewarp import Dilation
 from fedbw.shaper.errors import ShaperError
 from fedbw.shaper.scheduler import LinkScheduler
 from fedbw.shaper.stages import DEFAULT_QUANTUM_S, DelayStage, PerfTimer, RateStage, SharedLink
@@ -170,18 +171,16 @@ class LinkSpec:
         except TypeError as exc:
             raise ShaperError(f"not a link description: {exc}") from None
 
-    def dilated(self, factor: float) -> LinkSpec:
-        """This link as it runs under time dilation by ``factor`` (every emulated second lasts
-        ``factor`` real ones): rates ÷ factor, latencies, jitter and trace times × factor."""
-        k = float(factor)
-        if not k >= 1.0 or math.isinf(k):
-            raise ShaperError(f"a dilation factor must be a finite number >= 1, got {factor!r}")
+    def dilated(self, dilation: Dilation) -> LinkSpec:
+        """This link as it runs under ``dilation`` (every emulated second lasts K real ones): rates
+        ÷ K, latencies, jitter and trace times × K."""
+        d = dilation
         return LinkSpec(
-            up_mbps=self.up_mbps / k, down_mbps=self.down_mbps / k,
-            latency_up_ms=self.latency_up_ms * k, latency_down_ms=self.latency_down_ms * k,
-            jitter_up_ms=self.jitter_up_ms * k, jitter_down_ms=self.jitter_down_ms * k,
-            up_trace=tuple((t * k, r / k) for t, r in self.up_trace),
-            down_trace=tuple((t * k, r / k) for t, r in self.down_trace), seed=self.seed)
+            up_mbps=d.slower(self.up_mbps), down_mbps=d.slower(self.down_mbps),
+            latency_up_ms=d.real_s(self.latency_up_ms), latency_down_ms=d.real_s(self.latency_down_ms),
+            jitter_up_ms=d.real_s(self.jitter_up_ms), jitter_down_ms=d.real_s(self.jitter_down_ms),
+            up_trace=tuple((d.real_s(t), d.slower(r)) for t, r in self.up_trace),
+            down_trace=tuple((d.real_s(t), d.slower(r)) for t, r in self.down_trace), seed=self.seed)
 
     def trace(self, direction: str) -> Trace:
         return self.up_trace if direction == "up" else self.down_trace

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fedbw.files.versioned import LINK_SERIES
+from fedbw.timewarp import Dilation
 
 DEFAULT_INTERVAL_S = 0.005
 #: A message's leading control exchange (push/pull requests, headers) stays under this many bytes.
@@ -246,15 +247,14 @@ class SeriesSampler:
 class SeriesReader:
     """Tails a series file into a :class:`LinkSeries` (call :meth:`read` for what arrived since).
 
-    ``to_time`` puts every stamp on another clock as it is read (emulated time under dilation, where
-    ``time_scale`` = 1/K shrinks the sampling interval alike).
+    ``dilation`` puts every stamp on the emulated clock as it is read and shrinks the sampling interval
+    alike (× 1/K); without it, stamps stay as they are.
     """
 
-    def __init__(self, path: str | Path, to_time: Callable[[float], float] | None = None,
-                 time_scale: float = 1.0) -> None:
+    def __init__(self, path: str | Path, dilation: Dilation | None = None) -> None:
         self.path = Path(path)
-        self._to_time = to_time
-        self._time_scale = time_scale
+        self._to_time = None if dilation is None else dilation.clock()
+        self._time_scale = 1.0 if dilation is None else dilation.time_scale
         self._offset = 0
         self._partial = ""
         self.series: LinkSeries | None = None

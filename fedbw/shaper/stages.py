@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from fedbw.shaper.bucket import TokenBucket
+from fedbw.timewarp import Dilation
 
 #: A booking due within this much of "now" is sent at once instead of through a timer round trip.
 IMMEDIATE_S = 0.0002
@@ -52,16 +53,16 @@ def quantum_for(n_routes: int) -> float:
     return MANY_LINKS_QUANTUM_S if n_routes > MANY_LINKS else DEFAULT_QUANTUM_S
 
 
-def dilated_quantum_s(n_routes: int, factor: float) -> float:
-    """:func:`quantum_for` under time dilation by ``factor``: the same link time per grant, so K× as long
-    in real seconds (at most 1 s).
+def dilated_quantum_s(n_routes: int, dilation: Dilation) -> float:
+    """:func:`quantum_for` under ``dilation``: the same link time per grant, so K× as long in real seconds
+    (at most 1 s).
 
     Why: a grant is one write, and the receiver pays for every read. Rates ÷ K with the quantum left in
     real time would cut each grant to 1/K of its bytes and make the receiver do K× the reads per emulated
     byte: a dilated SuperLink taking eight uploads then spends its capped core on reads, not on Flower,
     which no real server at those rates does. Scaled, every grant carries the bytes it carries undilated.
     """
-    return min(1.0, quantum_for(n_routes) * max(1.0, factor))
+    return min(1.0, dilation.real_s(quantum_for(n_routes)))
 
 
 class PerfTimer:

@@ -8,6 +8,10 @@ Flower lasts K times longer, and all stamps are read back on the emulated clock
 processes capped to 1/K of a core (:mod:`fedbw.processes.cpu_cap`) it costs exactly what it would on
 a device of its own.
 
+:class:`Dilation` is the one object every part of a dilated emulation reads: the shaper (its links'
+rates ÷ K, latencies × K, its grant quantum × K), the timewarp hook (Flower's clocks and waits), the CPU
+caps (a device's cores ÷ K) and host attribution (real CPU seconds and intervals back to emulated ones).
+
 This module is stdlib only: it is imported by the launcher (:mod:`fedbw.timewarp.hook`) before
 Flower starts, in every Flower process of a dilated emulation.
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 import time as _time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +76,32 @@ class Dilation:
     def real_s(self, emulated_s: float) -> float:
         """How long an emulated duration lasts in real time."""
         return emulated_s * self.factor
+
+    def emulated_s(self, real_s: float) -> float:
+        """A duration measured in real seconds, undilated: what it reports as (÷ K)."""
+        return real_s / self.factor
+
+    def slower(self, per_s: float) -> float:
+        """A rate as it runs dilated: ÷ K (a link's Mbps; an infinite rate stays infinite)."""
+        return per_s / self.factor
+
+    def cpu_cores(self, cores: float) -> float:
+        """The CPU cap, in cores of this host, of a machine of ``cores`` when it runs dilated: ÷ K (a core
+        second of the emulated machine lasts K real seconds)."""
+        return cores / self.factor
+
+    @property
+    def time_scale(self) -> float:
+        """Real intervals → emulated ones (1/K): a sampling interval as the emulated clock counts it."""
+        return 1.0 / self.factor
+
+    def clock(self) -> Callable[[float], float] | None:
+        """perf_counter stamps → the emulated clock (None undilated: stamps stay as they are)."""
+        return self.emulated if self.active else None
+
+
+#: An undilated run: every method is the identity.
+NO_DILATION = Dilation()
 
 
 class DilatedTime:

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from fedbw.shaper.ledger import ClientStats
+from fedbw.timewarp import Dilation
 from fedbw.shaper.series import LinkSeries, Sample, SeriesReader, SeriesSampler
 
 
@@ -97,7 +98,7 @@ def test_sampler_on_the_loop_writes_what_the_reader_tails(tmp_path) -> None:
     tr = series.transfer("0", "up", t0 - 0.01, time.perf_counter())
     assert tr.bytes == 1000 and tr.first_in_s == t0
     # on another clock (emulated time under dilation 4): stamps map, the interval shrinks alike
-    slow = SeriesReader(path, to_time=lambda t: t0 + (t - t0) / 4, time_scale=0.25).read()
+    slow = SeriesReader(path, Dilation(4.0, t0)).read()
     assert slow.interval_s == pytest.approx(0.0005)
     assert slow.transfer("0", "up", t0 - 0.01, time.perf_counter()).last_out_s == pytest.approx(t0 + 0.00025)
 

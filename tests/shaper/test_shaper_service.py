@@ -118,11 +118,12 @@ def test_the_emulations_shaper_stretches_its_quantum_with_the_dilation(tmp_path)
     undilated); an undilated one keeps the shaper's default for its number of routes."""
     from fedbw.engines.emulate.shaper_process import ShaperProcess
     from fedbw.shaper.stages import quantum_for
+    from fedbw.timewarp import Dilation
 
     for k in (1.0, 4.0):
         work = tmp_path / f"k{k:g}"
-        routes = [route(f"c{i}", 9000 + i, LinkSpec(30, 30).dilated(k)) for i in range(2)]
+        routes = [route(f"c{i}", 9000 + i, LinkSpec(30, 30).dilated(Dilation(k))) for i in range(2)]
         with Supervisor() as sup:
-            ShaperProcess(sup, work, routes, env={}, dilation=k)
+            ShaperProcess(sup, work, routes, env={}, dilation=Dilation(k))
             spec = json.loads((work / "shaper-spec.json").read_text())
         assert spec["quantum_s"] == pytest.approx(quantum_for(2) * k)

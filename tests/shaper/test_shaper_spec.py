@@ -102,14 +102,15 @@ def test_shaper_rejects_duplicates_and_non_loopback():
 
 def test_a_dilated_link_is_k_times_slower_and_longer() -> None:
     from fedbw.shaper import LinkSpec
+    from fedbw.timewarp import NO_DILATION, Dilation
 
     link = LinkSpec(up_mbps=30, down_mbps=300, latency_up_ms=10, latency_down_ms=12, jitter_up_ms=2,
                     up_trace=((5.0, 0.0), (7.0, 30.0)), seed=3)
-    d = link.dilated(4)
+    d = link.dilated(Dilation(4))
     assert (d.up_mbps, d.down_mbps, d.latency_up_ms, d.latency_down_ms, d.jitter_up_ms) == (7.5, 75, 40, 48, 8)
     assert d.up_trace == ((20.0, 0.0), (28.0, 7.5)) and d.seed == 3
-    assert link.dilated(1) == link
+    assert link.dilated(NO_DILATION) == link
     assert LinkSpec.from_dict(d.to_dict()) == d
     for bad in (0.5, float("inf")):
-        with pytest.raises(ShaperError, match="dilation factor"):
-            link.dilated(bad)
+        with pytest.raises(ValueError, match="dilation factor"):
+            Dilation(bad)

@@ -196,10 +196,12 @@ def test_a_dilated_grant_carries_the_bytes_of_an_undilated_one(routes: int, fact
     from fedbw.shaper import LinkSpec
     from fedbw.shaper.link import LinkDirection
     from fedbw.shaper.stages import dilated_quantum_s, quantum_for
+    from fedbw.timewarp import NO_DILATION, Dilation
 
-    assert dilated_quantum_s(routes, 1.0) == quantum_for(routes)
-    assert dilated_quantum_s(routes, factor) == pytest.approx(quantum_for(routes) * factor)
-    assert dilated_quantum_s(routes, 1e6) == 1.0  # the shaper's bound
+    warp = Dilation(factor)
+    assert dilated_quantum_s(routes, NO_DILATION) == quantum_for(routes)
+    assert dilated_quantum_s(routes, warp) == pytest.approx(quantum_for(routes) * factor)
+    assert dilated_quantum_s(routes, Dilation(1e6)) == 1.0  # the shaper's bound
     loop = asyncio.new_event_loop()
     try:
         def grant_bytes(spec: LinkSpec, quantum_s: float) -> int:
@@ -209,10 +211,10 @@ def test_a_dilated_grant_carries_the_bytes_of_an_undilated_one(routes: int, fact
             return d.rate._quantum_at(0.0)
 
         spec = LinkSpec(30, 150)
-        assert grant_bytes(spec.dilated(factor), dilated_quantum_s(routes, factor)) == pytest.approx(
+        assert grant_bytes(spec.dilated(warp), dilated_quantum_s(routes, warp)) == pytest.approx(
             grant_bytes(spec, quantum_for(routes)), abs=1)
         if factor > 1:  # what the real-seconds quantum did: grants of 1/K the bytes
-            assert grant_bytes(spec.dilated(factor), quantum_for(routes)) < grant_bytes(spec, quantum_for(routes)) / (
+            assert grant_bytes(spec.dilated(warp), quantum_for(routes)) < grant_bytes(spec, quantum_for(routes)) / (
                 factor - 0.5)
     finally:
         loop.close()

@@ -27,26 +27,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fedbw.engines.emulate.flower import FlowerDeployment, RunStatus
+from fedbw.engines.emulate.flower import RunStatus
 from fedbw.engines.emulate.host import HostSample, HostSampler
-from fedbw.engines.emulate.ports import LOOPBACK
-from fedbw.engines.emulate.security import make_tls, supernode_auth_error
-from fedbw.engines.emulate.shaper_process import ShaperProcess
+from fedbw.engines.emulate.hosts import Hosts, LoopbackHosts, Shapers
 from fedbw.engines.emulate.supernode_log import MessageSpan, is_receiving, message_group, parse_supernode_log
 from fedbw.engines.foreign_app import check_app_dir
 from fedbw.errors import ConfigError, RunError
 from fedbw.fl.settings import THREADS_ENV
 from fedbw.processes import Child, LogLine, Supervisor
 from fedbw.processes.cpu_cap import CpuCaps, CpuGroup, cgroup_root
-from fedbw.shaper.link import ClientRoute
 from fedbw.shaper.series import LinkSeries, Transfer
 from fedbw.timewarp import Dilation
 from fedbw.timewarp.launcher import env_additions
-
-if TYPE_CHECKING:
-    from fedbw.engines.emulate.hosts import NetnsHosts
 
 #: Downlink: activity right before "Receiving" with no pause longer than this belongs to the message.
 HEADER_GAP_S = 1.0
@@ -172,7 +166,7 @@ class Live:
     mapped from real time when dilated.
     """
 
-    def __init__(self, shaper: ShaperProcess, supernodes: Mapping[int, Child], dilation: Dilation,
+    def __init__(self, shaper: Shapers, supernodes: Mapping[int, Child], dilation: Dilation,
                  host: HostSampler) -> None:
         self.shaper = shaper
         self.supernodes = dict(supernodes)
@@ -203,7 +197,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 logs_to: Path | None = None, tick: Callable[[Live], None] | None = None,
                 superlink_port: int = 0, sample_interval_s: float = 0.005,
                 env_extra: Mapping[str, str] | None = None, shared_link: Any = None,
-                dilation: float = 1.0, cap_cpu: bool = True, hosts: NetnsHosts | None = None,
+                dilation: float = 1.0, cap_cpu: bool = True, hosts: Hosts | None = None,
                 tls: bool = False, supernode_auth: bool = False) -> EmulationResult:
     """Run the Flower app in ``app_dir`` on a loopback federation whose links are shaped per client.
 
@@ -213,20 +207,22 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     ``shared_link`` (a shaper LinkSpec) is the server's own link, shared by every client's flows.
     ``dilation`` K > 1 stretches time (module docstring); ``cap_cpu`` then caps each device (and the
     server) to its share of a core when cgroups allow. ``timeout_s`` counts emulated seconds.
-    ``hosts`` (:class:`~fedbw.engines.emulate.hosts.NetnsHosts`): the SuperLink and every SuperNode on
-    network hosts of their own, a shaper on each client host, TLS (docs/multi-host.md). ``tls``: the
-    loopback SuperLink serves TLS (a CA made for the run); ``supernode_auth``: every SuperNode
-    authenticates with a key pair of its own, registered first (needs TLS; :mod:`.flower`). Keys and
-    certificates stay in the work directory and never reach ``logs_to``.
+    ``hosts`` (:class:`~fedbw.engines.emulate.hosts.Hosts`): where the processes run —
+    :class:`~fedbw.engines.emulate.hosts.LoopbackHosts` by default, or
+    :class:`~fedbw.engines.emulate.hosts.NetnsHosts`: the SuperLink and every SuperNode on network hosts of
+    their own, a shaper on each client host, TLS (docs/multi-host.md). ``tls``: the loopback SuperLink
+    serves TLS (a CA made for the run); ``supernode_auth``: every SuperNode authenticates with a key pair
+    of its own, registered first (needs TLS; :mod:`.flower`). Keys and certificates stay in the work
+    directory and never reach ``logs_to``.
     """
     app_dir = Path(app_dir).resolve()
     check_app_dir(app_dir)
     if not clients:
         raise ConfigError("emulate needs at least one client")
-    if hosts is not None and supernode_auth:
-        hosts = dataclasses.replace(hosts, supernode_auth=True)
-    elif hosts is None and supernode_auth and (why := supernode_auth_error(tls)) is not None:
-        raise ConfigError(why)  # before any process starts
+    if hosts is None:
+        hosts = LoopbackHosts(tls=tls, supernode_auth=supernode_auth)
+    elif supernode_auth:
+        hosts = dataclasses.replace(hosts, supernode_auth=True)  # type: ignore[type-var]
     warp = Dilation.starting_now(dilation)
     workdir = Path(tempfile.mkdtemp(prefix="fedbw-emulate-"))
     dropper = _Dropper(drops)
@@ -235,29 +231,16 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     try:
         with contextlib.ExitStack() as stack:
             caps, groups, note = _cpu_groups(stack, clients, warp, cap_cpu)
-            fed = None if hosts is None else hosts.open(
-                stack, [c.client_id for c in clients], workdir,
-                server_link=None if shared_link is None else shared_link.dilated(warp.factor))
+            fed = hosts.open(stack, [c.client_id for c in clients], workdir,
+                             server_link=None if shared_link is None else shared_link.dilated(warp))
             sup = stack.enter_context(Supervisor())  # entered after the hosts: stops before they go
             env = process_env(env_extra, warp, capped=caps is not None)
-            if fed is None:
-                dep = FlowerDeployment(sup, workdir, env, supernode_auth=supernode_auth,
-                                       tls=make_tls(workdir / "tls", [LOOPBACK]) if tls else None)
-            else:
-                dep = fed.deployment(sup, workdir, env)
+            dep = fed.deployment(sup, workdir, env)
             stack.callback(dep.close)
             sl_port = dep.start_superlink(superlink_port, cpu_group=groups.get(SERVER))
-            clock = {"to_time": warp.emulated if warp.active else None, "time_scale": 1.0 / warp.factor,
-                     "cpu_group": groups.get(SHAPER), "dilation": warp.factor}
-            if fed is None:
-                routes = [ClientRoute(str(c.client_id), LOOPBACK, 0, LOOPBACK, sl_port, c.link.dilated(warp.factor))
-                          for c in clients]
-                shaper = ShaperProcess(sup, workdir, routes, env=dict(os.environ), interval_s=sample_interval_s,
-                                       shared_link=None if shared_link is None else shared_link.dilated(warp.factor),
-                                       **clock)
-            else:  # one shaper on each client host
-                shaper = fed.shapers(sup, workdir, {c.client_id: c.link.dilated(warp.factor) for c in clients}, sl_port,
-                                     env=dict(os.environ), interval_s=sample_interval_s, **clock)
+            shaper = fed.shapers(sup, workdir, {c.client_id: c.link.dilated(warp) for c in clients}, sl_port,
+                                 env=dict(os.environ), interval_s=sample_interval_s, cpu_group=groups.get(SHAPER),
+                                 dilation=warp)
             n = len(clients)
             for c in clients:
                 node_cfg = {"partition-id": c.client_id, "num-partitions": n, **dict(c.node_config)}
@@ -267,8 +250,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
             startup_s = time.perf_counter() - t0
             t_submit = time.perf_counter()
             run_id = dep.submit(app_dir, run_config)
-            host = HostSampler({k: g for k, g in groups.items() if k >= 0},
-                               warp.emulated if warp.active else (lambda t: t), warp.factor)
+            host = HostSampler({k: g for k, g in groups.items() if k >= 0}, warp)
             live = Live(shaper, {c.client_id: dep.supernodes[f"client-{c.client_id}"] for c in clients}, warp, host)
             peak = {"rss": 0, "next": 0.0}
 
@@ -360,10 +342,10 @@ def _cpu_groups(stack: contextlib.ExitStack, clients: Sequence[EmulatedClient], 
         return None, {}, (f"devices not CPU-capped ({root}): their CPU work costs 1/{warp.factor:g} of what it "
                           "would on a device of their own")
     caps = stack.enter_context(CpuCaps(root))
-    groups = {SERVER: caps.group("server", SERVER_CORES / warp.factor),
+    groups = {SERVER: caps.group("server", warp.cpu_cores(SERVER_CORES)),
               SHAPER: caps.group("shaper", float(os.cpu_count() or 1))}
     for c in clients:
-        groups[c.client_id] = caps.group(f"client-{c.client_id}", c.cpu_speed / warp.factor)
+        groups[c.client_id] = caps.group(f"client-{c.client_id}", warp.cpu_cores(c.cpu_speed))
     return caps, groups, None
 
 

@@ -84,7 +84,7 @@ def prepare_app(app_dir: Path, num_clients: int, profile: str, *, rounds: int | 
         overrides["num-server-rounds"] = rounds
     plan = app_plan(num_clients, profile, seed=seed, server_link=server_link, name=app_dir.name, engine=ENGINE,
                     emulate={"dilation": dilation, "cap_cpu": cap_cpu, "timeout_s": timeout_s, "tls": tls,
-                             "supernode_auth": supernode_auth, "hosts": "loopback" if hosts is None else "netns"})
+                             "supernode_auth": supernode_auth, "hosts": "loopback" if hosts is None else hosts.name})
     return PreparedApp(app_dir, plan, overrides, timeout_s, drops, hosts, tls, supernode_auth)
 
 

@@ -25,6 +25,7 @@ import psutil
 
 from fedbw.flower_protocol import SUPEREXEC_TASK_POLL_S
 from fedbw.results.host_record import HostRound
+from fedbw.timewarp import NO_DILATION, Dilation
 
 SAMPLE_EVERY_S = 0.5
 
@@ -45,9 +46,9 @@ def _busy_cpu_s() -> float:
 class HostSampler:
     """Takes a :class:`HostSample` at most every :data:`SAMPLE_EVERY_S` when :meth:`maybe_sample` is called."""
 
-    def __init__(self, groups: Mapping[int, Any], to_time: Callable[[float], float], dilation: float = 1.0) -> None:
+    def __init__(self, groups: Mapping[int, Any], dilation: Dilation = NO_DILATION) -> None:
         self.groups = dict(groups)  #: client id → fedbw.processes.cpu_cap.CpuGroup
-        self.to_time = to_time
+        self.to_time = dilation.emulated
         self.dilation = dilation
         self.capped = bool(self.groups)
         self.samples: list[HostSample] = []
@@ -83,28 +84,30 @@ def host_round_for(sampler: HostSampler | None, clients: Sequence[int]) -> Calla
     """A round's host record maker over what ``sampler`` has sampled so far (no samples: lost time only)."""
     def make(lost_s: float, round_time_s: float, t_from_s: float, t_to_s: float) -> HostRound:
         if sampler is None:
-            return host_round(lost_s, round_time_s, t_from_s, t_to_s, [], 1, clients, dilation=1.0, capped=False)
+            return host_round(lost_s, round_time_s, t_from_s, t_to_s, [], 1, clients, dilation=NO_DILATION,
+                              capped=False)
         return host_round(lost_s, round_time_s, t_from_s, t_to_s, sampler.samples, sampler.cores, clients,
                           dilation=sampler.dilation, capped=sampler.capped)
     return make
 
 
 def host_round(lost_s: float, round_time_s: float, t_from_s: float, t_to_s: float,
-               samples: Sequence[HostSample], cores: int, clients: Sequence[int], *, dilation: float,
+               samples: Sequence[HostSample], cores: int, clients: Sequence[int], *, dilation: Dilation,
                capped: bool) -> HostRound:
-    """The round's host record: lost time and share, and what the CPU samples say about its window."""
+    """The round's host record: lost time and share, and what the CPU samples say about its window (the
+    samples' stamps are emulated; host CPU seconds are real, so the window is put back in real seconds)."""
     a, b = _at(samples, t_from_s), _at(samples, t_to_s)
     busy = dev_cpu = dev_thr = None
     if a is not None and b is not None and b.t_s > a.t_s:
-        real_s = (b.t_s - a.t_s) * dilation
+        real_s = dilation.real_s(b.t_s - a.t_s)
         busy = min(1.0, max(0.0, (b.busy_cpu_s - a.busy_cpu_s) / (real_s * cores)))
         if capped:
             # what the devices used and waited, as emulated seconds (a capped core second = 1/K of one)
             dev_cpu = sum(b.device_cpu_s.get(c, 0.0) - a.device_cpu_s.get(c, 0.0) for c in clients)
             dev_thr = sum(b.device_throttled_s.get(c, 0.0) - a.device_throttled_s.get(c, 0.0) for c in clients)
-            dev_thr /= dilation
+            dev_thr = dilation.emulated_s(dev_thr)
     share = lost_s / round_time_s if round_time_s > 0 else 0.0
-    return HostRound(lost_s=lost_s, share=share, cpu_busy=busy, dilation=dilation, cpu_capped=capped,
+    return HostRound(lost_s=lost_s, share=share, cpu_busy=busy, dilation=dilation.factor, cpu_capped=capped,
                      device_cpu_s=dev_cpu, device_throttled_s=dev_thr)
 
 

@@ -14,9 +14,11 @@ sits on *its* machine. Here each host is a namespace with its own address and lo
   127.0.0.1:<shaper port> --root-certificates ca.pem`` behind it. TLS passes through the shaper
   untouched; the certificate names 127.0.0.1 because that is what the SuperNode dials.
 
-:func:`fedbw.engines.emulate.federation.emulate_app` takes a :class:`NetnsHosts` (``hosts=``) and
-otherwise runs exactly as on one host: same supervisor, same measurement (the per-host shapers' link
-series merged into one), same records. The namespaces are deleted when the run ends, also on failure.
+:func:`fedbw.engines.emulate.federation.emulate_app` takes :class:`Hosts`: :class:`LoopbackHosts` (every
+process on this machine's loopback, one shaper; the default) or :class:`NetnsHosts` (``hosts=``), two
+implementations of one small interface — open the hosts, then a Flower deployment on them and the
+shaper(s) in front of the SuperNodes. Everything else is the same: the supervisor, the measurement (the
+per-host shapers' link series merged into one), the records. The namespaces are deleted when the run ends, also on failure.
 The fedbw process stays in the machine's own namespace; it reaches the SuperLink's Control API
 through one thread that has entered the server's namespace (:class:`NamespaceThread`).
 """
@@ -33,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from fedbw import netns
 from fedbw.engines.emulate.flower import CLI_TIMEOUT_S, STARTUP_TIMEOUT_S, FlowerDeployment, _place, _script
@@ -44,6 +46,7 @@ from fedbw.errors import ConfigError, RunError
 from fedbw.processes import Child, Supervisor
 from fedbw.shaper.link import ClientRoute
 from fedbw.shaper.series import LinkSeries
+from fedbw.timewarp import Dilation
 from fedbw.tomlvalue import format_value
 
 #: The server host's name (its namespace is ``<prefix>-server``).
@@ -65,6 +68,68 @@ def client_host(client_id: int) -> str:
 
 
 # --------------------------------------------------------------------------- a thread on another host
+
+
+class Shapers(Protocol):
+    """The shaper(s) of a federation: every client's port, and one link series of all of them."""
+
+    ports: dict[str, int]
+
+    def series(self) -> LinkSeries: ...
+
+    def final_series(self) -> LinkSeries: ...
+
+
+class Federation(Protocol):
+    """Hosts that are open: where the Flower deployment and the shapers run."""
+
+    def deployment(self, sup: Supervisor, workdir: Path, env_extra: Mapping[str, str] | None) -> FlowerDeployment: ...
+
+    def shapers(self, sup: Supervisor, workdir: Path, links: Mapping[int, Any], superlink_port: int, *,
+                env: dict[str, str], interval_s: float, cpu_group: Any, dilation: Dilation) -> Shapers: ...
+
+
+class Hosts(Protocol):
+    """Where an emulation's processes run (:class:`LoopbackHosts`, :class:`NetnsHosts`)."""
+
+    name: ClassVar[str]  #: ``[emulate] hosts``' value for it
+
+    def open(self, stack: contextlib.ExitStack, client_ids: Sequence[int], workdir: Path,
+             server_link: Any = None) -> Federation: ...
+
+
+@dataclass(frozen=True)
+class LoopbackHosts:
+    """Every process on this machine's loopback: one shaper for all clients, which also shapes the
+    server's own link (``server_link``, shared by every client's flows). ``tls``: the SuperLink serves TLS
+    (a CA made for the run); ``supernode_auth``: every SuperNode authenticates (needs ``tls``)."""
+
+    name: ClassVar[str] = "loopback"
+    tls: bool = False
+    supernode_auth: bool = False
+
+    def open(self, stack: contextlib.ExitStack, client_ids: Sequence[int], workdir: Path,
+             server_link: Any = None) -> LoopbackFederation:
+        if self.supernode_auth and (why := supernode_auth_error(self.tls)) is not None:
+            raise ConfigError(why)
+        return LoopbackFederation(make_tls(workdir / "tls", [LOOPBACK]) if self.tls else None, self.supernode_auth,
+                                  server_link)
+
+
+@dataclass
+class LoopbackFederation:
+    tls: TlsFiles | None
+    supernode_auth: bool
+    server_link: Any = None  #: the server's own link, already dilated (a shaper LinkSpec), or None
+
+    def deployment(self, sup: Supervisor, workdir: Path, env_extra: Mapping[str, str] | None) -> FlowerDeployment:
+        return FlowerDeployment(sup, workdir, env_extra, supernode_auth=self.supernode_auth, tls=self.tls)
+
+    def shapers(self, sup: Supervisor, workdir: Path, links: Mapping[int, Any], superlink_port: int, *,
+                env: dict[str, str], interval_s: float, cpu_group: Any, dilation: Dilation) -> ShaperProcess:
+        routes = [ClientRoute(str(cid), LOOPBACK, 0, LOOPBACK, superlink_port, link) for cid, link in links.items()]
+        return ShaperProcess(sup, workdir, routes, env=env, interval_s=interval_s, shared_link=self.server_link,
+                             cpu_group=cpu_group, dilation=dilation)
 
 
 class NamespaceThread:
@@ -106,6 +171,7 @@ class NetnsHosts:
     in a real deployment). ``supernode_auth``: SuperNode authentication (:mod:`.flower`), which needs
     ``tls``. ``subnet``: the hosts' private /24 (``<subnet>.1`` is the server)."""
 
+    name: ClassVar[str] = "netns"
     tls: bool = True
     subnet: str = "10.232.0"
     supernode_auth: bool = False

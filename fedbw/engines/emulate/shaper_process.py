@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from fedbw.processes import Supervisor
 from fedbw.shaper.series import DEFAULT_INTERVAL_S, LinkSeries, SeriesReader
 from fedbw.shaper.service import READY, parse_ready, write_spec
 from fedbw.shaper.stages import dilated_quantum_s
+from fedbw.timewarp import NO_DILATION, Dilation
 
 STARTUP_TIMEOUT_S = 30.0
 #: The shaper stops after every other process, so nothing is cut off mid-byte.
@@ -28,12 +29,12 @@ class ShaperProcess:
     """``python -m fedbw.shaper.service`` for ``routes``; its ports and its link series. With
     ``cpu_group`` the shaper runs in that cgroup (devices are capped there; the shaper is not, but shares
     their high weight, so other work on the host does not delay its bytes). ``routes`` are already dilated
-    (rates ÷ K); ``dilation`` K stretches the grant quantum to match (:func:`dilated_quantum_s`)."""
+    (rates ÷ K); ``dilation`` stretches the grant quantum to match (:func:`dilated_quantum_s`) and reads
+    the series back on the emulated clock."""
 
     def __init__(self, sup: Supervisor, workdir: Path, routes: Sequence[Any], *, shared_link: Any = None,
-                 env: dict[str, str], interval_s: float = DEFAULT_INTERVAL_S,
-                 to_time: Callable[[float], float] | None = None, time_scale: float = 1.0,
-                 cpu_group: Any = None, dilation: float = 1.0) -> None:
+                 env: dict[str, str], interval_s: float = DEFAULT_INTERVAL_S, cpu_group: Any = None,
+                 dilation: Dilation = NO_DILATION) -> None:
         logs = workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.series_path = logs / "link-series.jsonl"
@@ -50,7 +51,7 @@ class ShaperProcess:
         except RunError as exc:
             raise RunError(f"the link shaper did not start: {exc}") from None
         self.ports = parse_ready(line.text)
-        self._reader = SeriesReader(self.series_path, to_time, time_scale)
+        self._reader = SeriesReader(self.series_path, dilation)
 
     def series(self) -> LinkSeries:
         """Everything the shaper has sampled so far."""

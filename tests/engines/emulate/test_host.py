@@ -6,6 +6,7 @@ import pytest
 
 from fedbw.engines.emulate.attribution import MessageTimes, round_records
 from fedbw.engines.emulate.federation import auto_dilation, resolve_dilation
+from fedbw.timewarp import NO_DILATION, Dilation
 from fedbw.engines.emulate.host import (START_MARGIN, HostSample, HostSampler, StartReference, host_round,
                                        host_round_for, stage_host_s)
 from fedbw.flower_protocol import SUPEREXEC_TASK_POLL_S
@@ -37,12 +38,13 @@ def test_worst_start_is_the_full_task_poll_plus_the_devices_fastest_start_with_m
 def test_host_round_reads_cpu_busy_and_device_time_over_the_window() -> None:
     samples = [HostSample(10.0, 100.0, {0: 1.0, 1: 2.0}, {0: 0.0, 1: 0.0}),
                HostSample(20.0, 130.0, {0: 4.0, 1: 3.0}, {0: 2.0, 1: 4.0})]
-    h = host_round(0.4, 10.0, 10.0, 20.0, samples, cores=2, clients=[0, 1], dilation=2.0, capped=True)
+    h = host_round(0.4, 10.0, 10.0, 20.0, samples, cores=2, clients=[0, 1], dilation=Dilation(2.0),
+                   capped=True)
     # 30 busy CPU-s over 10 emulated s = 20 real s on 2 cores
     assert h.cpu_busy == pytest.approx(0.75)
     assert h.device_cpu_s == pytest.approx(4.0) and h.device_throttled_s == pytest.approx(3.0)
     assert h.share == pytest.approx(0.04) and not h.bound
-    bound = host_round(HOST_BOUND_SHARE * 10.0, 10.0, 10.0, 20.0, [], 2, [0], dilation=1.0, capped=False)
+    bound = host_round(HOST_BOUND_SHARE * 10.0, 10.0, 10.0, 20.0, [], 2, [0], dilation=NO_DILATION, capped=False)
     assert bound.bound and bound.cpu_busy is None
 
 
@@ -73,7 +75,7 @@ def test_host_records_survive_the_records_file(tmp_path) -> None:  # noqa: ANN00
 
 
 def test_the_sampler_samples_at_most_every_half_second() -> None:
-    s = HostSampler({}, lambda t: t)
+    s = HostSampler({})
     s.maybe_sample()
     s.maybe_sample()
     assert len(s.samples) == 1 and s.samples[0].busy_cpu_s > 0 and not s.capped

@@ -264,3 +264,30 @@ def test_hosts_from_the_config_with_supernode_authentication(tmp_path: Path) -> 
     assert {f"{subnet}.{i}" for i in (2, 3)} <= set(re.findall(rf"({subnet}\.\d+):\d+", superlink))
     resolved = json.loads((result.run_dir / "resolved_config.json").read_text())
     assert resolved["emulate"]["hosts"] == "netns" and resolved["emulate"]["supernode_auth"] is True
+
+
+def test_loopback_and_netns_hosts_are_one_interface_and_loopback_opens_without_a_process(tmp_path: Path) -> None:
+    """emulate_app takes either through ``Hosts``; the loopback federation's deployment serves TLS when
+    asked, refuses SuperNode auth without it before anything starts, and its shaper shapes the server's
+    link (netns hosts shape it with tc when they open)."""
+    import contextlib
+    import inspect
+
+    from fedbw.engines.emulate.flower import FlowerDeployment
+    from fedbw.engines.emulate.hosts import Federation, Hosts, LoopbackHosts
+    from fedbw.processes import Supervisor
+    from fedbw.shaper import LinkSpec
+
+    for cls in (LoopbackHosts, NetnsHosts):
+        assert set(inspect.signature(cls.open).parameters) == set(inspect.signature(Hosts.open).parameters)
+    with contextlib.ExitStack() as stack:
+        fed = LoopbackHosts(tls=True).open(stack, [0, 1], tmp_path, server_link=LinkSpec(100, 100))
+        assert fed.tls is not None and fed.tls.ca.is_file() and fed.server_link == LinkSpec(100, 100)
+        for name in ("deployment", "shapers"):
+            assert set(inspect.signature(getattr(fed, name)).parameters) == \
+                set(inspect.signature(getattr(Federation, name)).parameters) - {"self"}
+        with Supervisor() as sup:
+            dep = fed.deployment(sup, tmp_path, None)
+            assert isinstance(dep, FlowerDeployment) and dep.tls is fed.tls
+    with pytest.raises(ConfigError, match="TLS"):
+        LoopbackHosts(tls=False, supernode_auth=True).open(contextlib.ExitStack(), [0], tmp_path)
