@@ -70,3 +70,38 @@ def _ranges(data: dict[str, Any], kinds: list[str]) -> str:
             if parts:
                 out.append(f"At {key} = {value}: " + ", ".join(parts) + ".")
     return " ".join(out)
+
+
+SECAGG_CMD = ".venv/bin/python benchmarks/secagg_scale.py"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.2f} %".replace("-", "−")
+
+
+@result_table("privacy.secagg-scale", "secagg-scale.json", SECAGG_CMD, needs="server", model=True)
+def secagg_scale_markdown(data: dict[str, Any]) -> str:
+    """SecAgg+'s model against real rounds: bytes per stage (simulate) and the server's unmasking, with the
+    verdict against issue 34.4's targets."""
+    out = []
+    tol_b, tol_s = data["targets"]["bytes"], data["targets"]["server"]
+    if data.get("bytes"):
+        rows = [[str(r["clients"]), r["stage"], r["direction"], f"{r['measured_bytes']:,.0f}",
+                 f"{r['predicted_bytes']:,.0f}", _pct(r["error"])] for r in data["bytes"]]
+        worst = max(abs(r["error"]) for r in data["bytes"])
+        out.append(md_table(["clients", "stage", "dir", "simulate B", "model B", "error"], rows, right={0, 3, 4, 5})
+                   + f"\nBytes per client, stock SecAgg+ (small CNN, 2 rounds, 3 shares): largest |error| "
+                     f"{100 * worst:.2f} % ({'within' if worst <= tol_b else 'beyond'} the {100 * tol_b:g} % target).\n")
+    rows = []
+    for r in data["server"]:
+        extra = ("-" if "dropped_cost_measured_s" not in r else
+                 f"{fmt_s(r['dropped_cost_measured_s'])} / {fmt_s(r['dropped_cost_model_s'])}")
+        rows.append([str(r["clients"]), str(r["shares"]), str(r["dropped"]), fmt_s(r["measured_s"]), fmt_s(r["model_s"]),
+                     _pct(r["error"]), extra])
+    within = sum(abs(r["error"]) <= tol_s for r in data["server"])
+    out.append(md_table(["clients", "shares", "dropped", "unmask measured", "unmask model", "error",
+                         "dropped clients' cost: measured / model"], rows, right=set(range(7)))
+               + f"\nThe server's unmask stage, {data['vector_len']:,} values, best of {data['repeats']} real rounds "
+                 f"on Flower's SecAgg+ workflow in-process: {within} of {len(rows)} within {100 * tol_s:g} %. "
+                 f"Measured {data['date']} on {data['machine']}.\n")
+    return "\n".join(out)

@@ -26,3 +26,19 @@ def test_one_line_per_cell_and_profile_with_ratios_against_the_cells_baseline() 
     assert "plain's rounds span 7.00 s to 9.50 s" in text
     data["rows"][1]["uplink_ratio"] = 1.0
     assert "| 10 | home-30 | 7.00 s [6.00–8.00] | 3.50× |" in privacy_at_scale_markdown(data)  # equal bytes: not shown
+
+
+def test_the_secagg_check_reports_bytes_and_unmasking_against_their_targets() -> None:
+    from fedbw.report.privacy_scale_table import secagg_scale_markdown
+
+    data = {"targets": {"bytes": 0.01, "server": 0.10}, "vector_len": 100_000, "repeats": 2, "date": "d",
+            "machine": "m", "made_by": model_stamp(load_costs(None)),
+            "bytes": [{"clients": 3, "stage": "setup", "direction": "up", "measured_bytes": 1000.0,
+                       "predicted_bytes": 1005.0, "error": 0.005}],
+            "server": [{"clients": 5, "shares": 3, "dropped": 0, "measured_s": 0.02, "model_s": 0.021, "error": 0.05},
+                       {"clients": 5, "shares": 3, "dropped": 2, "measured_s": 0.04, "model_s": 0.05, "error": 0.25,
+                        "dropped_cost_measured_s": 0.02, "dropped_cost_model_s": 0.029}]}
+    text = secagg_scale_markdown(data)
+    assert "| 3 | setup | up | 1,000 | 1,005 | +0.50 % |" in text and "largest |error| 0.50 % (within" in text
+    assert "| 5 | 3 | 2 | 40.00 ms | 50.00 ms | +25.00 % | 20.00 ms / 29.00 ms |" in text
+    assert "1 of 2 within 10 %" in text

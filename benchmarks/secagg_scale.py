@@ -1,0 +1,151 @@
+"""SecAgg+'s cost model checked where the privacy-at-scale study leans on it (issue 34.4): bytes per stage
+against Flower's real messages in the simulate engine, and the server's unmasking against real SecAgg+
+rounds, along the cohort, the number of shares and the share of clients that drop out.
+
+* bytes   — simulate (Flower's Simulation Engine, stock SecAgg+, the small CNN with synthetic compute,
+            2 rounds) at cohorts of 3, 10 and 20 clients: each stage's mean bytes per client and direction
+            against the estimate engine's prediction (payload.py), which the study's rows use.
+* server  — real SecAgg+ rounds on Flower's workflow in-process (fedbw.fl.privacy.costs.measure_secagg_round,
+            100,000 values) at cohorts of 5 to 40, with 3 shares and with about log2(n) (odd), and 0, 10 and
+            30 % of the cohort dropping after the share exchange: the server's unmask stage, measured (best
+            of the repeats) against the model (fedbw.netmodel.secagg_cost.server_stage_s with the shipped
+            calibration's constants), and the extra cost of the dropped clients against the model's.
+
+Prints both tables and writes benchmarks/results/secagg-scale.json (made_by: the model's version and
+the calibration). Where the study's cohorts (100, 1,000) lie beyond these, its rows extrapolate the model's
+scaling law; docs/privacy-overhead.md says so.
+
+Usage: .venv/bin/python benchmarks/secagg_scale.py [bytes] [server] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "benchmarks" / "results" / "secagg-scale.json"
+BYTES_COHORTS = (3, 10, 20)
+SERVER_COHORTS = (5, 10, 20, 40)
+DROPOUT_SHARES = (0.0, 0.1, 0.3)
+VECTOR_LEN = 100_000
+#: The checks' targets (issue 34.4): bytes per stage exact (within the framing's rounding), the server's
+#: unmasking within 10 %.
+BYTES_TOLERANCE, SERVER_TOLERANCE = 0.01, 0.10
+
+
+def log_shares(n: int) -> int:
+    """About log2(n) shares, odd (Flower's neighbour ring), at least 3 and at most n."""
+    k = max(3, round(math.log2(n)))
+    k += 1 - k % 2
+    return min(k, n if n % 2 else n - 1)
+
+
+def bytes_rows() -> list[dict[str, Any]]:
+    """Per cohort, stage and direction: simulate's measured mean bytes per client against estimate's."""
+    from fedbw.config import config_from_dict
+    from fedbw.engines.estimate import run_estimate
+    from fedbw.plan import build_plan
+    from fedbw.runner import run_experiment
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fedbw-secagg-scale-") as tmp:
+        for n in BYTES_COHORTS:
+            cfg = config_from_dict({
+                "name": f"secagg-bytes-{n}", "engine": "simulate", "seed": 0, "output_dir": tmp,
+                "model": {"name": "small-cnn"}, "data": {"dataset": "synthetic"},
+                "clients": {"total": n, "per_round": n, "compute": "synthetic"}, "training": {"rounds": 2},
+                "privacy": {"secagg": {"enabled": True, "mode": "stock", "num_shares": 3,
+                                       "reconstruction_threshold": 2}}})
+            measured = run_experiment(cfg)
+            predicted = run_estimate(build_plan(cfg), "estimate")
+            stages = [s.stage for s in measured.clients[0].stages]
+            for direction in ("down", "up"):
+                for stage in stages:
+                    def mean(result: Any) -> float:
+                        return statistics.mean(getattr(s, f"bytes_{direction}") for c in result.clients
+                                               for s in c.stages if s.stage == stage)
+                    m, p = mean(measured), mean(predicted)
+                    rows.append({"clients": n, "stage": stage, "direction": direction, "measured_bytes": m,
+                                 "predicted_bytes": p, "error": (p - m) / m if m else 0.0})
+    return rows
+
+
+def server_rows(repeats: int) -> list[dict[str, Any]]:
+    """Per cohort, shares and dropouts: the server's unmask stage, measured (best of ``repeats``) and
+    modelled, and the dropped clients' extra cost (against the same cohort without dropouts)."""
+    from fedbw.calibration.file import default_calibration
+    from fedbw.fl.privacy.costs import measure_secagg_round
+    from fedbw.netmodel.secagg_cost import server_stage_s
+
+    consts = default_calibration().secagg
+    assert consts is not None, "the shipped calibration has SecAgg+ constants"
+    rows = []
+    for n in SERVER_COHORTS:
+        for shares in sorted({3, log_shares(n)}):
+            base: dict[str, float] = {}
+            for frac in DROPOUT_SHARES:
+                dropped = round(frac * n)
+                threshold = shares // 2 + 1
+                if dropped and n - dropped < threshold:
+                    continue
+                runs = [measure_secagg_round(n, shares, VECTOR_LEN, dropped=dropped) for _ in range(repeats)]
+                measured = min(r.server_s["unmask"] for r in runs)
+                model = server_stage_s("unmask", n, shares, VECTOR_LEN, consts, dropped)
+                if dropped == 0:
+                    base = {"measured": measured, "model": model}
+                row = {"clients": n, "shares": shares, "dropped": dropped, "measured_s": measured, "model_s": model,
+                       "error": (model - measured) / measured}
+                if dropped and base:
+                    row["dropped_cost_measured_s"] = measured - base["measured"]
+                    row["dropped_cost_model_s"] = model - base["model"]
+                rows.append(row)
+                print(f"  {n:>3} clients, {shares} shares, {dropped:>2} dropped: unmask {measured * 1e3:8.1f} ms "
+                      f"measured, {model * 1e3:8.1f} ms model ({100 * row['error']:+.1f} %)", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("parts", nargs="*", default=["bytes", "server"], help="bytes, server (default: both)")
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    unknown = set(args.parts) - {"bytes", "server"}
+    if unknown:
+        raise SystemExit(f"secagg_scale: unknown part(s) {', '.join(sorted(unknown))}; choose bytes, server")
+    for var in ("FLWR_TELEMETRY_ENABLED", "RAY_USAGE_STATS_ENABLED"):
+        os.environ[var] = "0"
+    os.environ["FLWR_DISABLE_UPDATE_CHECK"] = "1"
+    logging.getLogger("flwr").setLevel(logging.ERROR)
+    from fedbw.calibration.file import load_costs, model_stamp
+
+    data: dict[str, Any] = json.loads(OUT.read_text(encoding="utf-8")) if OUT.is_file() else {}
+    t0 = time.perf_counter()
+    if "bytes" in args.parts:
+        data["bytes"] = bytes_rows()
+        worst = max(abs(r["error"]) for r in data["bytes"])
+        print(f"bytes: largest |error| {100 * worst:.2f} % over {len(data['bytes'])} stage rows")
+    if "server" in args.parts:
+        data["server"] = server_rows(args.repeats)
+    data.update({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                 "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                 "vector_len": VECTOR_LEN, "repeats": args.repeats, "made_by": model_stamp(load_costs(None)),
+                 "targets": {"bytes": BYTES_TOLERANCE, "server": SERVER_TOLERANCE}})
+    OUT.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)} ({time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
