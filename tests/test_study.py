@@ -292,3 +292,6 @@ def test_a_grid_study_compares_each_variant_with_the_baseline_of_its_own_cell(tm
         assert packed["round_ratio"] == pytest.approx(packed["round_time_s"] / plain["round_time_s"])
     md = (study_dir / "study.md").read_text()
     assert "| round vs plain |" in md and "| packed@5-small-cnn | home-30 |" in md
+    page = (study_dir / "study.html").read_text()  # the figure first, then every row, one self-contained file
+    assert page.index("data:image/png;base64,") < page.index("<td>packed@5-small-cnn</td>")
+    assert "round vs plain" in page and "against the baseline of its own cell" in page

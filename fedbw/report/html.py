@@ -231,17 +231,33 @@ def _page(runset: "RunSet", figures: list[Figure], target: float | None, title: 
                 "for its slowest client, so its parts are that client's. When communication is more than 30 % of "
                 "the round, the round is <em>bandwidth-bound</em> (▲).</p>")
     body.append("<h2>Runs side by side</h2>" + _table(runs, target))
-    for f in figures:
-        body.append(f"<figure><h2>{_e(f.title)}</h2><img alt=\"{_e(f.title)}\" src=\"{_data_uri(f.path)}\">"
-                    f"<figcaption>{_e(f.caption)}</figcaption></figure>")
+    body += [figure_html(f.title, f.path, f.caption) for f in figures]
     body.append("<h2>Every round</h2>" + "".join(_rounds_details(r) for r in runs))
     body.append("<h2>Where this came from</h2><ul>" + "".join(
         f"<li>{_e(r.label)}: <code>{_e(str(r.path))}</code> ({_e(r.summary.engine)})</li>" for r in runs) + "</ul>"
         f'<p class="meta">Written by fedbw {_e(__version__)} on {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}'
         f" with <code>{_e(command)}</code>. The PNGs are also in <code>{FIGURES_DIR}/</code> beside this page.</p>")
+    return html_page(title, body)
+
+
+def html_page(title: str, body: Sequence[str]) -> str:
+    """A self-contained page (fedbw's CSS, every image inline) holding ``body``'s HTML parts in order."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def figure_html(title: str, path: Path, caption: str) -> str:
+    """A figure with its PNG inline (the page stays one file)."""
+    return (f"<figure><h2>{_e(title)}</h2><img alt=\"{_e(title)}\" src=\"{_data_uri(path)}\">"
+            f"<figcaption>{_e(caption)}</figcaption></figure>")
+
+
+def table_html(head: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "") -> str:
+    """A scrollable table of plain text cells (escaped), with an optional caption below."""
+    return ('<div class="scroll"><table><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
+            + "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+            + "</table></div>" + (f'<p class="caption">{_e(caption)}</p>' if caption else ""))
 
 
 def _subtitle(runset: "RunSet") -> str:

@@ -220,4 +220,26 @@ def write_outputs(res: StudyResult) -> list[Path]:
             "environment": environment(), "rows": [asdict(r) for r in res.rows]}
     (d / "study.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (d / "study.md").write_text(markdown(res), encoding="utf-8")
-    return [d / "study.json", d / "study.md", plot(res, d / "study.png")]
+    png = plot(res, d / "study.png")
+    (d / "study.html").write_text(html_report(res, png), encoding="utf-8")
+    return [d / "study.json", d / "study.md", png, d / "study.html"]
+
+
+def html_report(res: StudyResult, png: Path) -> str:
+    """study.html: the figure a person reads first, then every column of the table, on one page."""
+    from html import escape
+
+    from fedbw.report.html import figure_html, html_page, table_html
+
+    s = res.study
+    head = [c.format(baseline=s.baseline) for c in COLUMNS]
+    what = ("each variant's round time (solid) and uplink bytes (dashed) against the baseline of its own cell"
+            if s.grid else "each variant's steady round per profile: communication solid, the rest hatched")
+    made = ", ".join(f"{k} {v}" for k, v in res.made_by.items() if v)
+    meta = (f"engine {s.engine} · started {res.started_utc} · {len(s.variants)} runs × {len(s.profiles)} profiles"
+            + (f" · {made}" if made else ""))
+    body = [f"<h1>Study {escape(s.name)}</h1>",
+            f'<p class="meta">{escape(meta)} · <code>{escape(res.command or f"fedbw study {s.source}")}</code></p>',
+            figure_html("Overhead" if s.grid else "Round time", png, what),
+            "<h2>Every row</h2>" + table_html(head, [_cells(r) for r in res.rows], _steady_note(res) + ".")]
+    return html_page(f"Study {s.name}", body)
