@@ -295,3 +295,11 @@ def test_a_grid_study_compares_each_variant_with_the_baseline_of_its_own_cell(tm
     page = (study_dir / "study.html").read_text()  # the figure first, then every row, one self-contained file
     assert page.index("data:image/png;base64,") < page.index("<td>packed@5-small-cnn</td>")
     assert "round vs plain" in page and "against the baseline of its own cell" in page
+
+
+def test_validate_names_a_grid_studys_variants_once_and_its_cells(tmp_path):
+    res = CliRunner().invoke(app, ["validate", str(_write(tmp_path, VARIANTS + GRID))])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "2 variants (plain, packed) in every cell of clients.per_round over 3, 5; model.name over small-cnn" in text
+    assert "(4 runs)" in text and "plain@3" not in text

@@ -35,9 +35,14 @@ def _validate_study(path: Path, set_: list[str]) -> None:
     """A study file: every variant's config resolved and checked, as `fedbw study` would before running."""
     from fedbw.studies import load_study
 
+    from fedbw.results.sweep_index import describe_value
+
     spec = load_study(path, set_)
-    out.print(f"[green]ok[/] {path}: study {spec.name}, engine {spec.engine}, {len(spec.variants)} variants "
-              f"({', '.join(v.name for v in spec.variants)}) re-timed on {', '.join(spec.profiles)}")
+    kinds = list(dict.fromkeys(v.kind or v.name for v in spec.variants))
+    grid = "; ".join(f"{k} over {', '.join(describe_value(x) for x in vs)}" for k, vs in spec.grid.items())
+    where = f" in every cell of {grid} ({len(spec.variants)} runs)" if spec.grid else ""
+    out.print(f"[green]ok[/] {path}: study {spec.name}, engine {spec.engine}, {len(kinds)} variants "
+              f"({', '.join(kinds)}){where} re-timed on {', '.join(spec.profiles)}", markup=True, highlight=False)
 
 
 @app.command()
