@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import platform
 import statistics
@@ -44,13 +43,6 @@ VECTOR_LEN = 100_000
 #: The checks' targets (issue 34.4): bytes per stage exact (within the framing's rounding), the server's
 #: unmasking within 10 %.
 BYTES_TOLERANCE, SERVER_TOLERANCE = 0.01, 0.10
-
-
-def log_shares(n: int) -> int:
-    """About log2(n) shares, odd (Flower's neighbour ring), at least 3 and at most n."""
-    k = max(3, round(math.log2(n)))
-    k += 1 - k % 2
-    return min(k, n if n % 2 else n - 1)
 
 
 def bytes_rows() -> list[dict[str, Any]]:
@@ -87,6 +79,7 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
     """Per cohort, shares and dropouts: the server's unmask stage, measured (best of ``repeats``) and
     modelled, and the dropped clients' extra cost (against the same cohort without dropouts)."""
     from fedbw.calibration.file import default_calibration
+    from fedbw.config.privacy import log2_shares
     from fedbw.fl.privacy.costs import measure_secagg_round
     from fedbw.netmodel.secagg_cost import server_stage_s
 
@@ -94,7 +87,7 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
     assert consts is not None, "the shipped calibration has SecAgg+ constants"
     rows = []
     for n in SERVER_COHORTS:
-        for shares in sorted({3, log_shares(n)}):
+        for shares in sorted({3, log2_shares(n)}):
             base: dict[str, float] = {}
             for frac in DROPOUT_SHARES:
                 dropped = round(frac * n)

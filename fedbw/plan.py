@@ -84,7 +84,7 @@ class Plan:
         exchanges = round_exchanges(
             self.model.params, self.num_arrays, round_index,
             codec=cfg.compression.codec, topk_fraction=cfg.compression.topk_fraction,
-            secagg=sa.mode if sa.enabled else "off", num_neighbours=sa.num_shares - 1,
+            secagg=sa.mode if sa.enabled else "off", num_neighbours=sa.shares(cfg.clients.per_round) - 1,
             modulus_range=sa.modulus_range,
         )
         crypto = self.costs.secagg if (self.costs is not None and sa.enabled) else None
@@ -92,7 +92,8 @@ class Plan:
             return exchanges
         # each SecAgg+ stage's client crypto (keys, shares, masks), as the calibration machine runs it
         return [dataclasses.replace(ex, client_extra_s=ex.client_extra_s + client_stage_s(
-                    ex.stage, sa.num_shares, self.model.params, crypto, sa.reconstruction_threshold))
+                    ex.stage, sa.shares(cfg.clients.per_round), self.model.params, crypto,
+                    sa.reconstruction_threshold))
                 if ex.stage in SECAGG_COST_STAGES else ex for ex in exchanges]
 
     def model_stamp(self) -> dict[str, str | None]:
@@ -127,7 +128,7 @@ class Plan:
                 """The server's SecAgg+ work after a stage: summing masked vectors, unmasking."""
                 if stage not in SECAGG_COST_STAGES:
                     return 0.0
-                return server_stage_s(stage, clients, min(sa.num_shares, clients), params, crypto)
+                return server_stage_s(stage, clients, min(sa.shares(clients), clients), params, crypto)
 
             opts["server_extra_s"] = server_crypto_s
         return opts

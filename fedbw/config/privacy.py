@@ -6,7 +6,8 @@ that cannot see what it clips, noise that gives no finite ε) before anything ru
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -23,8 +24,10 @@ class SecAggConfig(Section):
     mode: Literal["stock", "packed"] = Field(
         "stock", description="`stock`: Flower as is (int64 masked vectors, float64 aggregate); `packed`: uint32 "
                              "masked vectors, float32 aggregate (docs/privacy.md)")
-    num_shares: int = Field(3, ge=3, description="neighbours each client shares keys with, itself included "
-                                                            "(≤ clients.per_round; odd when below it)")
+    num_shares: Annotated[int, Field(ge=3)] | Literal["log2", "all"] = Field(
+        3, description="neighbours each client shares keys with, itself included (≤ clients.per_round; odd when "
+                       "below it); \"log2\": about log2 of the cohort, odd (Bell et al.'s SecAgg+ scaling); "
+                       "\"all\": the whole cohort (Flower's SecAgg)")
     reconstruction_threshold: int = Field(2, ge=2, description="shares needed to reconstruct a dropped client's "
                                                                "mask (< num_shares)")
     max_weight: float = Field(1000.0, ge=1, description="client weights (num_examples) are clipped to this")
@@ -37,9 +40,17 @@ class SecAggConfig(Section):
     timeout_s: float | None = Field(None, gt=0, description="seconds a SecAgg+ stage waits for replies; unset: "
                                                             "Flower's default (wait for every client)")
 
+    def shares(self, cohort: int) -> int:
+        """The number of shares in a round of ``cohort`` clients: ``num_shares``, or its rule resolved."""
+        if self.num_shares == "all":
+            return cohort
+        if self.num_shares == "log2":
+            return log2_shares(cohort)
+        return self.num_shares
+
     @model_validator(mode="after")
     def _consistent(self) -> "SecAggConfig":
-        if self.reconstruction_threshold >= self.num_shares:
+        if isinstance(self.num_shares, int) and self.reconstruction_threshold >= self.num_shares:
             raise ValueError(
                 f"reconstruction_threshold ({self.reconstruction_threshold}) must be less than num_shares "
                 f"({self.num_shares}); lower the threshold or raise num_shares")
@@ -79,20 +90,32 @@ class PrivacyConfig(Section):
                             "not secret: a simulation); os: drawn from OS entropy (a deployment; not reproducible)")
 
 
+def log2_shares(cohort: int) -> int:
+    """About log2(cohort) shares, odd (Flower's ring of neighbours), at least 3 and at most the cohort."""
+    k = max(3, round(math.log2(max(cohort, 1))))
+    k += 1 - k % 2
+    return min(k, cohort if cohort % 2 else cohort - 1)
+
+
 def check_privacy(privacy: PrivacyConfig, c: ClientsConfig, compression: CompressionConfig) -> None:
     """Cross-section checks of privacy.secagg and privacy.dp; ValueError says which keys to change."""
     sa = privacy.secagg
     if sa.enabled:
-        if sa.num_shares > c.per_round:
+        shares = sa.shares(c.per_round)
+        if shares > c.per_round:
             raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) cannot exceed clients.per_round "
                              f"({c.per_round})")
+        if sa.reconstruction_threshold >= shares:
+            raise ValueError(f"privacy.secagg.reconstruction_threshold ({sa.reconstruction_threshold}) must be less "
+                             f"than the {shares} shares num_shares = {sa.num_shares!r} gives at clients.per_round "
+                             f"({c.per_round}); lower the threshold")
         if compression.codec != "none":
             raise ValueError("compression codecs do not compose with SecAgg+: masked values are uniform "
                              "integers; set compression.codec = \"none\" or disable privacy.secagg")
-        if sa.num_shares < c.per_round and sa.num_shares % 2 == 0:
-            raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) must be odd when below clients.per_round "
+        if shares < c.per_round and shares % 2 == 0:
+            raise ValueError(f"privacy.secagg.num_shares ({shares}) must be odd when below clients.per_round "
                              f"({c.per_round}): Flower's SecAgg+ builds a symmetric ring of neighbours and fails "
-                             f"on an even count; use {sa.num_shares - 1} or {sa.num_shares + 1}")
+                             f"on an even count; use {shares - 1} or {shares + 1}")
         if SAMPLERS[c.sampling].cohort_varies:
             raise ValueError("SecAgg+ needs a cohort of at least num_shares clients in every round, and a "
                              "Poisson cohort can have any size (0 included); set clients.sampling = \"fixed\" "

@@ -62,19 +62,32 @@ def _item_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _bounds(info: FieldInfo) -> str:
+def _bounds(info: FieldInfo | Any) -> str:
+    """The bounds a field (or an ``Annotated`` member of a union) puts on its value: "≥ 3", "> 0", …"""
     signs = {at.Ge: ("≥", "ge"), at.Gt: (">", "gt"), at.Le: ("≤", "le"), at.Lt: ("<", "lt")}
     parts = []
-    for m in info.metadata:
+    for m in _flat_metadata(getattr(info, "metadata", ())):
         for kind, (sign, attr) in signs.items():
             if isinstance(m, kind):
                 parts.append(f"{sign} {getattr(m, attr)}")
     return ", ".join(parts)
 
 
+def _flat_metadata(metadata: Any) -> list[Any]:
+    """Annotated metadata, a ``Field(...)``'s own constraints unpacked (``Annotated[int, Field(ge=3)]``)."""
+    out: list[Any] = []
+    for m in metadata:
+        out += list(m.metadata) if isinstance(m, FieldInfo) else [m]
+    return out
+
+
 def _kind(annotation: Any) -> str:
     """What a person may write: ``true``/``false``, an integer, one of the listed words, …"""
     origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        base, *meta = typing.get_args(annotation)
+        bounds = _bounds(type("Meta", (), {"metadata": meta})())
+        return _kind(base) + (f" {bounds}" if bounds else "")
     if origin is Literal:
         return " · ".join(f"`{_toml(v)}`" for v in typing.get_args(annotation))
     if origin in (typing.Union, types.UnionType):

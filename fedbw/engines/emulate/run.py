@@ -78,7 +78,8 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
         hint = ""
         if secagg.enabled and (halted or cfg.faults.drops):
             hint = (f"\nSecAgg+ can unmask the sum only if at least reconstruction_threshold = "
-                    f"{secagg.reconstruction_threshold} of each client's {secagg.num_shares} share holders survive; "
+                    f"{secagg.reconstruction_threshold} of each client's {secagg.shares(cfg.clients.per_round)} share "
+                    "holders survive; "
                     f"{len(cfg.faults.drops)} drop(s) were injected ({res.dropped if res else []} dropped). "
                     "Inject fewer drops, lower privacy.secagg.reconstruction_threshold or raise num_shares.")
         raise RunError(f"emulate stopped after {len(recorder.rounds)} of {plan.rounds} round(s): {why}{hint}\n"
