@@ -89,12 +89,16 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
     for n in SERVER_COHORTS:
         for shares in sorted({3, log2_shares(n)}):
             base: dict[str, float] = {}
-            for frac in DROPOUT_SHARES:
-                dropped = round(frac * n)
+            for dropped in sorted({round(frac * n) for frac in DROPOUT_SHARES}):
                 threshold = shares // 2 + 1
                 if dropped and n - dropped < threshold:
                     continue
                 runs = [measure_secagg_round(n, shares, VECTOR_LEN, dropped=dropped) for _ in range(repeats)]
+                if any("unmask" not in r.server_s for r in runs):  # a dropped client's neighbours dropped too
+                    rows.append({"clients": n, "shares": shares, "dropped": dropped, "halted": True})
+                    print(f"  {n:>3} clients, {shares} shares, {dropped:>2} dropped: SecAgg+ halted (too few of a "
+                          "dropped client's share holders left)", flush=True)
+                    continue
                 measured = min(r.server_s["unmask"] for r in runs)
                 model = server_stage_s("unmask", n, shares, VECTOR_LEN, consts, dropped)
                 if dropped == 0:

@@ -89,19 +89,30 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
         rows = [[str(r["clients"]), r["stage"], r["direction"], f"{r['measured_bytes']:,.0f}",
                  f"{r['predicted_bytes']:,.0f}", _pct(r["error"])] for r in data["bytes"]]
         worst = max(abs(r["error"]) for r in data["bytes"])
+        big = [abs(r["error"]) for r in data["bytes"] if r["measured_bytes"] >= 100_000]
+        worst_abs = max(abs(r["predicted_bytes"] - r["measured_bytes"]) for r in data["bytes"])
         out.append(md_table(["clients", "stage", "dir", "simulate B", "model B", "error"], rows, right={0, 3, 4, 5})
                    + f"\nBytes per client, stock SecAgg+ (small CNN, 2 rounds, 3 shares): largest |error| "
-                     f"{100 * worst:.2f} % ({'within' if worst <= tol_b else 'beyond'} the {100 * tol_b:g} % target).\n")
+                     f"{100 * worst:.2f} % ({'within' if worst <= tol_b else 'beyond'} the {100 * tol_b:g} % target), "
+                     f"at most {worst_abs:,.0f} B in any message"
+                     + (f"; in the messages of ≥ 100 kB (the masked vectors, the model) at most {100 * max(big):.2f} %"
+                        if big else "") + ".\n")
     rows = []
+    measured = [r for r in data["server"] if not r.get("halted")]
     for r in data["server"]:
+        if r.get("halted"):
+            rows.append([str(r["clients"]), str(r["shares"]), str(r["dropped"]), "halted", "-", "-",
+                         "too few of a dropped client's share holders left"])
+            continue
         extra = ("-" if "dropped_cost_measured_s" not in r else
                  f"{fmt_s(r['dropped_cost_measured_s'])} / {fmt_s(r['dropped_cost_model_s'])}")
         rows.append([str(r["clients"]), str(r["shares"]), str(r["dropped"]), fmt_s(r["measured_s"]), fmt_s(r["model_s"]),
                      _pct(r["error"]), extra])
-    within = sum(abs(r["error"]) <= tol_s for r in data["server"])
+    within = sum(abs(r["error"]) <= tol_s for r in measured)
     out.append(md_table(["clients", "shares", "dropped", "unmask measured", "unmask model", "error",
                          "dropped clients' cost: measured / model"], rows, right=set(range(7)))
                + f"\nThe server's unmask stage, {data['vector_len']:,} values, best of {data['repeats']} real rounds "
-                 f"on Flower's SecAgg+ workflow in-process: {within} of {len(rows)} within {100 * tol_s:g} %. "
+                 f"on Flower's SecAgg+ workflow in-process: {within} of {len(measured)} within {100 * tol_s:g} %"
+                 f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data['date']} on {data['machine']}.\n")
     return "\n".join(out)
