@@ -242,7 +242,7 @@ def test_simulate_study_measures_packed_secagg_within_the_uplink_target(tmp_path
     # the ServerApp counted what SecAgg+ clipped and wrapped in every round (the study sums the records' counts)
     ends = [json.loads(line) for line in events.splitlines() if '"round_end"' in line]
     assert ends and all(e["privacy"]["secagg_wrapped"] == 0 and e["privacy"]["secagg_clipped"] >= 0 for e in ends)
-    assert {p.name for p in res.files} == {"study.json", "study.md", "study.png"}
+    assert {p.name for p in res.files} == {"study.json", "study.md", "study.png", "study.html"}
 
 
 @pytest.mark.parametrize("path", sorted(p for p in (ROOT / "experiments").glob("*.toml")
