@@ -66,7 +66,8 @@ def profile_rows(v: Variant, traffic: list[RoundTraffic], profiles: list[str], r
         interval = ((sum(q[0] for q in spreads) / len(spreads), sum(q[2] for q in spreads) / len(spreads))
                     if spreads and len(spreads) == len(tls) else None)
         rows.append(StudyRow(
-            variant=v.name, kind=v.kind or v.name, cell=dict(v.cell), profile=profile, rounds=len(traffic), steady_rounds=[t.round for t in steady],
+            variant=v.name, kind=v.kind or v.name, cell=dict(v.cell), profile=profile, rounds=len(traffic),
+            steady_rounds=[t.round for t in steady],
             bytes_up_per_client=sum(ups) / len(ups), bytes_down_per_client=sum(downs) / len(downs),
             round1_time_s=first.round_time_s, round_time_s=total / len(tls), comm_time_s=comm / len(tls),
             compute_time_s=sum(tl.compute_time_s for tl in tls) / len(tls),

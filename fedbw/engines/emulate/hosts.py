@@ -18,7 +18,8 @@ sits on *its* machine. Here each host is a namespace with its own address and lo
 process on this machine's loopback, one shaper; the default) or :class:`NetnsHosts` (``hosts=``), two
 implementations of one small interface — open the hosts, then a Flower deployment on them and the
 shaper(s) in front of the SuperNodes. Everything else is the same: the supervisor, the measurement (the
-per-host shapers' link series merged into one), the records. The namespaces are deleted when the run ends, also on failure.
+per-host shapers' link series merged into one), the records. The namespaces are deleted when the run
+ends, also on failure.
 The fedbw process stays in the machine's own namespace; it reaches the SuperLink's Control API
 through one thread that has entered the server's namespace (:class:`NamespaceThread`).
 """
