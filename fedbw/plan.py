@@ -24,6 +24,7 @@ from fedbw.links import AccessLink, planned_links, server_link
 from fedbw.netmodel.secagg_cost import STAGES as SECAGG_COST_STAGES, client_stage_s, server_stage_s
 from fedbw.netmodel import ClientLink, DeploymentClock, FlowerCosts, MessageSizes, ServerLink, round_exchanges
 from fedbw.netmodel.flower import costs_from_json
+from fedbw.netmodel.close import StageClose
 from fedbw.privacy.accounting import plan_budget
 from fedbw.privacy.sampling import Sampler
 
@@ -112,13 +113,17 @@ class Plan:
 
     def timeline_options(self) -> dict[str, Any]:
         """What :func:`fedbw.netmodel.round_timeline` needs from the plan besides rows and a clock: the
-        shared server link, each client's CPU speed, and the per-process set-up of fedbw's real-training
-        apps (a deployment starts a ClientApp process per message; simulate's Ray actors do not)."""
+        shared server link, each client's CPU speed, the per-process set-up of fedbw's real-training apps (a
+        deployment starts a ClientApp process per message; simulate's Ray actors do not), and when the
+        training stage closes (``[round]``)."""
         real = self.config.clients.compute == "real"
         # clients as fast as the calibration machine are left out: the clock reads an absent client as 1.0
         speeds = {c.client_id: c.cpu_speed for c in self.clients if c.cpu_speed != 1.0}
         opts: dict[str, Any] = {"server": self.server, "client_cpu": speeds,
                                 "app_setup_s": self.costs.app_setup_s if (self.costs is not None and real) else 0.0}
+        rnd = self.config.round
+        if rnd.closes_early:
+            opts["close"] = StageClose(rnd.deadline_s, rnd.enough(self.config.clients.per_round))
         sa = self.config.privacy.secagg
         crypto = self.costs.secagg if (self.costs is not None and sa.enabled) else None
         if crypto is not None:

@@ -290,7 +290,7 @@ def study(file: Path = typer.Argument(..., help="study TOML: [base] config + [st
     out.print(rich_table(result))
     for name, why in result.stopped_early.items():
         out.print(f"[yellow]{name}:[/] {why}")
-    out.print(f"study: {result.study_dir} (study.md, study.json, study.png, study.html)")
+    out.print(f"study: {result.study_dir} ({', '.join(f.name for f in result.files)})")
     if result_copy is not None:
         import shutil
 

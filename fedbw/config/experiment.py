@@ -23,6 +23,7 @@ from fedbw.config.sections import (
     FaultsConfig,
     ModelConfig,
     NetworkConfig,
+    RoundConfig,
     Section,
     SimulateConfig,
     TrainingConfig,
@@ -57,6 +58,9 @@ class ExperimentConfig(Section):
     datacenter: DataCenterConfig = Field(default_factory=DataCenterConfig, description="the data-center side of "
                                                                                        "the comparison: AllReduce "
                                                                                        "of the same model")
+    round: RoundConfig = Field(default_factory=RoundConfig, description="when a round's training stage closes: "
+                                                                      "deadline, over-selection, minimum replies "
+                                                                      "(estimate; docs/population.md)")
     faults: FaultsConfig = Field(default_factory=FaultsConfig, description="faults the emulate engine injects "
                                                                           "(estimate and simulate ignore them)")
     emulate: EmulateConfig = Field(default_factory=EmulateConfig, description="the emulate engine "
@@ -73,7 +77,8 @@ class ExperimentConfig(Section):
         """The sampler ``clients.sampling`` names: it draws each round's cohort and tells the accountant how
         to account for it (the plan builds it once; fedbw.privacy.sampling)."""
         c = self.clients
-        return make_sampler(c.sampling, c.total, c.per_round, self.seed, self.privacy.randomness)
+        return make_sampler(c.sampling, c.total, self.round.cohort(c.per_round, c.total), self.seed,
+                            self.privacy.randomness)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ExperimentConfig":
@@ -97,4 +102,25 @@ class ExperimentConfig(Section):
             if d.round > self.training.rounds:
                 raise ValueError(f"faults.drops: round {d.round} is after the last round ({self.training.rounds})")
         check_privacy(self.privacy, c, self.compression)
+        self._check_round()
         return self
+
+    def _check_round(self) -> None:
+        """``[round]``: what runs so far (issue 32 continues: simulate, emulate, SecAgg+'s dropout path, ε of
+        the cohort that counted)."""
+        r, c = self.round, self.clients
+        if r.min_replies > c.per_round:
+            raise ValueError(f"round.min_replies ({r.min_replies}) cannot exceed clients.per_round ({c.per_round})")
+        if not r.closes_early:
+            return
+        if self.engine != "estimate":
+            raise ValueError(f"round.deadline_s and round.over_select run in the estimate engine so far, not in "
+                             f"{self.engine} (issue 32); use --engine estimate")
+        if self.privacy.secagg.enabled:
+            raise ValueError("round.deadline_s and round.over_select with SecAgg+ are not modelled yet (a late "
+                             "client is a SecAgg+ dropout: its unmask path); turn one of them off")
+        if self.privacy.dp.enabled:
+            raise ValueError("round.deadline_s and round.over_select with DP are not accounted yet (ε of the "
+                             "cohort that counted); turn one of them off")
+        if c.sampling == "poisson" and r.over_select > 1.0:
+            raise ValueError("round.over_select needs clients.sampling = \"fixed\" (a Poisson cohort varies)")

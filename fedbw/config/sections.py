@@ -5,6 +5,8 @@ Field descriptions are the documentation of every key (docs/config.md lists them
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -54,6 +56,37 @@ class TrainingConfig(Section):
                                                            "local_epochs)")
     batch_size: int = Field(32, ge=1, description="local mini-batch size")
     learning_rate: float = Field(0.05, gt=0, description="local SGD learning rate")
+
+
+class RoundConfig(Section):
+    """When a round's training stage closes: production federated learning over-selects and closes a round at
+    a reporting deadline or once enough clients replied, instead of waiting for its slowest client (Bonawitz
+    et al. 2019; fedbw.netmodel.close). A late client still downloads, trains and uploads; its update is not
+    used."""
+
+    deadline_s: float | None = Field(None, gt=0, description="seconds after the server pushed the training "
+                                                             "messages: it stops pulling replies at its first "
+                                                             "poll at or after them (Flower's reply timeout); "
+                                                             "unset: no deadline")
+    over_select: float = Field(1.0, ge=1.0, le=4.0, description="sample this many times clients.per_round "
+                                                                "(rounded up, at most clients.total) and close "
+                                                                "the stage once clients.per_round replies are in "
+                                                                "(1.3: FedScale's default over-commitment)")
+    min_replies: int = Field(1, ge=1, description="a round with fewer replies by its close is abandoned: the "
+                                                  "server keeps the previous model (≤ clients.per_round)")
+
+    @property
+    def closes_early(self) -> bool:
+        """Whether anything but the last reply can close the stage."""
+        return self.deadline_s is not None or self.over_select > 1.0
+
+    def cohort(self, per_round: int, total: int) -> int:
+        """Clients sampled per round: per_round × over_select, rounded up, at most the population."""
+        return min(total, math.ceil(per_round * self.over_select - 1e-9))
+
+    def enough(self, per_round: int) -> int | None:
+        """Replies that close the stage before the deadline (None: all of the sampled)."""
+        return per_round if self.over_select > 1.0 else None
 
 
 class LinkShare(Section):

@@ -49,6 +49,10 @@ def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int
         bytes_up_total=sum(t.bytes_up for t in timeline.timings),
         extra=extra, **round_fields,  # type: ignore[arg-type]
     )
+    if (late := timeline.late_clients):
+        rnd.late_clients, rnd.wasted_bytes_up = late, timeline.wasted_bytes_up
+        rnd.abandoned = rnd.replies < plan.config.round.min_replies
+        rnd.extra["waited_for_deadline_s"] = timeline.waited_for_deadline_s
     return clients, rnd
 
 

@@ -37,6 +37,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 
+from fedbw.netmodel.close import WAIT_FOR_ALL, StageClose
 from fedbw.netmodel.flower_costs import (MIB, FlowerCosts, app_code_runs_s, backoff_until, costs_from_json,  # noqa: F401
                                          download_alone_s, objects_alone_s, pull_behind)
 from fedbw.netmodel.sharing import Flow, finish_times
@@ -162,23 +163,29 @@ class DeploymentClock:
     def run_stage(self, stage: str, messages: Sequence[StageMessage], links: Mapping[int, ClientLink],
                   server_up_bytes_per_s: float = math.inf, server_down_bytes_per_s: float = math.inf,
                   client_cpu: Mapping[int, float] | None = None, server_cpu: float = 1.0,
-                  server_extra_s: float = 0.0, aggregate: bool = True) -> StageTiming:
+                  server_extra_s: float = 0.0, aggregate: bool = True,
+                  close: StageClose = WAIT_FOR_ALL) -> StageTiming:
         """Lay one stage on the clock: push, every client's exchange, the ServerApp's polls, aggregation.
 
         ``client_cpu[cid]`` / ``server_cpu`` divide the CPU costs (2.0 = twice as fast as the calibration
         machine; a client absent from ``client_cpu`` is as fast as it). ``server_extra_s`` is server work
-        after the replies (e.g. SecAgg+ unmasking). With several lanes the stage is their mean.
+        after the replies (e.g. SecAgg+ unmasking). ``close``: the ServerApp stops pulling at a deadline or
+        once it holds enough replies (:mod:`fedbw.netmodel.close`); a reply it never pulled is late in that
+        lane, and :attr:`StageTiming.class_late` is the share of the central lanes in which it was. With
+        several lanes the stage is their mean.
         """
         if not messages:
             t0 = self.t_s
             return StageTiming(stage, t0, t0, {})
         classes, class_of = self._classes(messages, links, client_cpu or {})
         lanes = [self._lay_stage(lane, i, stage, classes, server_up_bytes_per_s, server_down_bytes_per_s,
-                                 server_cpu, server_extra_s, aggregate)
+                                 server_cpu, server_extra_s, aggregate, close)
                  for i, lane in enumerate(self.lanes)]
         central = lanes[:self.central]
         st = central[0] if len(central) == 1 else mean_stage(central)
         st.lane_spans_s = [lane.t_end_s - lane.t_start_s for lane in lanes]
+        st.class_late = [sum(lane.class_late[j] for lane in central) / len(central) for j in range(len(classes))]
+        st.deadline_wait_s = sum(lane.deadline_wait_s for lane in central) / len(central)
         # the ServerApp pulls a class's replies one after another from its class's start: each member's own
         pull_each = [self.costs.local_cpu_s(k.m.bytes_up) / server_cpu for k in classes]
         batch = [t.t_replied_s - p for t, p in zip(st.classes, pull_each)]  # a class's first pull starts
@@ -192,7 +199,7 @@ class DeploymentClock:
 
     def _lay_stage(self, lane: _Lane, i: int, stage: str, classes: list[ExchangeClass], server_up_bytes_per_s: float,
                    server_down_bytes_per_s: float, server_cpu: float, server_extra_s: float,
-                   aggregate: bool) -> StageTiming:
+                   aggregate: bool, close: StageClose = WAIT_FOR_ALL) -> StageTiming:
         """One lane's stage, class by class (``i``: the lane's index in the classes' anchors); each class's
         ``t_replied_s`` is its first member's, the clients' own are filled in by :meth:`run_stage`."""
         c = lane.costs
@@ -226,20 +233,22 @@ class DeploymentClock:
             anchors.update(dict.fromkeys(e.members, e.t_sent))
         # 6. the ServerApp polls from its push on; every reply in: aggregate
         pull_each = [c.local_cpu_s(e.m.bytes_up) / server_cpu for e in ex]
-        starts = self._serverapp_polls(c, ex, pull_each, t_pushed)
-        t_last = max(t + p * e.count for t, p, e in zip(starts, pull_each, ex))
-        agg_s = c.aggregate_s(sum(e.m.bytes_up * e.count for e in ex)) / server_cpu if aggregate else 0.0
+        starts, taken, t_last = self._serverapp_polls(c, ex, pull_each, t_pushed, close)
+        pulled_end = max((t + p * e.count for t, p, e, k in zip(starts, pull_each, ex, taken) if k), default=t_pushed)
+        agg_s = (c.aggregate_s(sum(e.m.bytes_up * e.count for e, k in zip(ex, taken) if k)) / server_cpu
+                 if aggregate else 0.0)
         t_end = t_last + agg_s + server_extra_s
         timings = [MessageTiming(e.m.client_id, t_pushed, t + p, e.t_down, e.m.compute_s, e.t_up,
                                  e.t_down_alone, e.t_up_alone,
                                  {"supernode_poll_s": e.t_pull - t_pushed, "clientapp_start_s": e.t_app - e.t_received,
                                   "app_other_s": e.m.client_extra_s, "reply_pickup_s": e.t_sending - e.t_done})
                    for e, t, p in zip(ex, starts, pull_each)]
-        pull_s = sum(p * e.count for p, e in zip(pull_each, ex))
+        pull_s = sum(p * e.count for p, e, k in zip(pull_each, ex, taken) if k)
         lane.t_s = t_end
         return StageTiming(stage, t0, t_end, {"push_s": push_s, "pull_s": pull_s, "aggregate_s": agg_s,
                                               "extra_s": server_extra_s}, timings,
-                           t_sent_s=[e.t_sent for e in ex])
+                           t_sent_s=[e.t_sent for e in ex], class_late=[0.0 if k else 1.0 for k in taken],
+                           deadline_wait_s=t_last - pulled_end if not all(taken) else 0.0)
 
     def _transfer(self, c: FlowerCosts, ex: list[Exchange], direction: str, server_bytes_per_s: float,
                   server_cpu: float = 1.0) -> None:
@@ -280,25 +289,36 @@ class DeploymentClock:
             else:
                 e.t_up, e.t_up_alone = shared, solo
 
-    def _serverapp_polls(self, c: FlowerCosts, ex: list[Exchange], pull_each: list[float],
-                         t_pushed: float) -> list[float]:
+    def _serverapp_polls(self, c: FlowerCosts, ex: list[Exchange], pull_each: list[float], t_pushed: float,
+                         close: StageClose = WAIT_FOR_ALL) -> tuple[list[float], list[int], float]:
         """When the ServerApp starts pulling each class's replies: it pulls right after its push, then a poll
         interval after the end of each pull, taking every reply the SuperLink knows, one after another (a
         class's members, visible together, one after another at ``pull_each`` apiece); a reply still
-        uploading is pulled object by object behind its upload (:func:`pull_behind`)."""
+        uploading is pulled object by object behind its upload (:func:`pull_behind`).
+
+        Under ``close`` it stops after the pull that brought it enough replies (keeping every reply of that
+        pull), or at its first poll at or after the deadline, as Flower's ``send_and_receive`` checks the
+        time before each pull. Returns each class's first pull, the members pulled per class (0: late) and
+        when the ServerApp stopped pulling."""
         # classes in the order their replies reach the SuperLink (ties: the order of their first members)
         order = sorted(range(len(ex)), key=[e.t_sending for e in ex].__getitem__)
         starts = [0.0] * len(ex)
+        taken = [0] * len(ex)
+        end, wanted, got = close.end_s(t_pushed), close.wanted(sum(e.count for e in ex)), 0
         t, pos, n = t_pushed, 0, len(order)
-        while pos < n:
+        while pos < n and got < wanted and not (t >= end and t > t_pushed):
             visible, t_poll = False, t  # the replies the SuperLink knows when this poll's pull starts
             while pos < n and (e := ex[j := order[pos]]).t_sending <= t_poll:
                 if e.t_sent > t:  # still uploading: pulled behind it
                     t = pull_behind(t, e.t_sending, e.t_sent, e.m.objects_up, c)
-                starts[j] = t
+                starts[j], taken[j] = t, e.count
                 t += pull_each[j] * e.count
+                got += e.count
                 pos += 1
                 visible = True
-            if pos < n:
+            if pos < n and got < wanted:
                 t += (0.0 if visible else REQUEST.seconds(c)) + c.serverapp_poll_s
-        return starts
+        for j, e in enumerate(ex):  # never pulled: its reply is on the SuperLink when its upload ends
+            if not taken[j]:
+                starts[j] = e.t_sent
+        return starts, taken, t

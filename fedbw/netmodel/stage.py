@@ -93,6 +93,10 @@ class StageTiming:
     t_sent_s: list[float] = field(default_factory=list)  #: per class: the upload's last byte at the SuperLink
     #: every lane's span of the stage, the central lanes first, then the spread lanes (the clock's lanes)
     lane_spans_s: list[float] = field(default_factory=list)
+    #: per class: the share of the central lanes in which its replies missed the stage's close (late)
+    class_late: list[float] = field(default_factory=list)
+    #: of the span, the time the ServerApp waited for its deadline after its last pull (central lanes' mean)
+    deadline_wait_s: float = 0.0
 
     @property
     def messages(self) -> list[MessageTiming]:

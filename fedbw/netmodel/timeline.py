@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from fedbw.flower_protocol import FRAMEWORK_PARTS
+from fedbw.netmodel.close import WAIT_FOR_ALL, StageClose, close_links_only
 from fedbw.netmodel.flower import DeploymentClock
 from fedbw.netmodel.stage import StageMessage, StageTiming
 from fedbw.netmodel.payload import MessageSizes
@@ -67,6 +68,14 @@ class ClientStageTiming(NamedTuple):
     class_parts: Mapping[str, float] = NO_PARTS
     server_link_s: float = 0.0  #: of t_down_s + t_up_s, waiting for the shared server link
     serverapp_poll_s: float = 0.0  #: of t_framework_s, the wait for the ServerApp's poll (the client's own)
+    #: the share of the clock's lanes in which the server closed the stage before it had this reply (0 or 1
+    #: without Flower's costs): a late client's update is not used, its bytes and compute are spent
+    late: float = 0.0
+
+    @property
+    def counted(self) -> bool:
+        """The server used this reply (late in at most half of the lanes)."""
+        return self.late <= 0.5
 
     @property
     def parts(self) -> dict[str, float]:
@@ -93,6 +102,8 @@ class RoundTimeline:
     server_s: dict[str, float] = field(default_factory=dict)  #: server work summed over the stages
     #: the round in each of the clock's lanes (phases × constants' draws; empty without Flower's costs)
     lane_round_s: list[float] = field(default_factory=list)
+    #: per stage closed at a deadline: how long the server waited after its last counted reply
+    deadline_wait_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def round_quantiles_s(self) -> tuple[float, float, float] | None:
@@ -104,14 +115,17 @@ class RoundTimeline:
         return low, mid, high
 
     def _barriers(self) -> dict[str, ClientStageTiming]:
-        """Each stage's barrier-holder (the first of its slowest clients), found in one pass over the
-        timings and kept until more timings arrive: every round figure reads it, at any scale."""
+        """Each stage's barrier-holder (the first of its slowest counted clients: a late reply holds no
+        barrier), found in one pass over the timings and kept until more timings arrive: every round figure
+        reads it, at any scale."""
         cached = self.__dict__.get("_barrier_cache")
         if cached is not None and cached[0] == len(self.timings):
             return cached[1]
         best: dict[str, ClientStageTiming] = {}
         slowest: dict[str, float] = {}
         for t in self.timings:
+            if t.late > 0.5:
+                continue
             total = t.t_down_s + t.t_compute_s + t.t_up_s + t.t_framework_s
             if t.stage not in slowest or total > slowest[t.stage]:
                 best[t.stage], slowest[t.stage] = t, total
@@ -145,12 +159,27 @@ class RoundTimeline:
     @property
     def framework_time_s(self) -> float:
         """The rest of the round: Flower's own time on the critical path and the server's work (each
-        stage's span beyond its barrier-holder)."""
+        stage's span beyond its barrier-holder), without the server's wait for a deadline."""
         total = 0.0
         for s in self.stages:
             if (c := self.critical(s)) is not None:
-                total += c.t_framework_s + (self.stage_time_s(s) - c.t_total_s)
+                total += c.t_framework_s + (self.stage_time_s(s) - c.t_total_s) - self.deadline_wait_s.get(s, 0.0)
         return total
+
+    @property
+    def waited_for_deadline_s(self) -> float:
+        """The time the server spent waiting for a deadline after its last counted reply."""
+        return sum(self.deadline_wait_s.values())
+
+    @property
+    def late_clients(self) -> int:
+        """Clients whose reply missed the close of a stage (counted once each)."""
+        return len({t.client_id for t in self.timings if t.late > 0.5})
+
+    @property
+    def wasted_bytes_up(self) -> float:
+        """Uplink bytes of replies the server did not use."""
+        return sum(t.bytes_up for t in self.timings if t.late > 0.5)
 
     @property
     def framework_parts_s(self) -> dict[str, float]:
@@ -184,7 +213,7 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
                    deployment: DeploymentClock | None = None, server: ServerLink = UNLIMITED,
                    client_cpu: Mapping[int, float] | None = None, server_cpu: float = 1.0,
                    server_extra_s: Callable[[str, int], float] | None = None,
-                   app_setup_s: float = 0.0) -> RoundTimeline:
+                   app_setup_s: float = 0.0, close: StageClose = WAIT_FOR_ALL) -> RoundTimeline:
     """Lay out one round.
 
     ``clients`` holds (client_id, link, compute_s) for each sampled client; ``exchanges_for(cid)``
@@ -192,7 +221,8 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
     ``exchanges_for`` is one list of messages for every client (estimate's). With a
     ``deployment`` clock the round includes Flower's costs and advances that clock; ``server`` is the
     shared server link; ``server_extra_s(stage, clients)`` adds server work after a stage (SecAgg+
-    unmasking of that many clients' vectors).
+    unmasking of that many clients' vectors); ``close`` ends each stage that trains at a deadline or once
+    enough replies are in (:mod:`fedbw.netmodel.close`; the other stages wait for every client).
     """
     if isinstance(exchanges_for, list):  # one list for every client: shared, not copied
         rows = [(cid, link, compute_s, exchanges_for) for cid, link, compute_s in clients]
@@ -204,9 +234,9 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
     stages = [e.stage for e in rows[0][3]]
     if deployment is not None:
         return _deployment_round(rows, stages, deployment, server, client_cpu, server_cpu, server_extra_s,
-                                 app_setup_s)
+                                 app_setup_s, close)
     if server.limits:
-        return _shared_links_round(rows, stages, server)
+        return _closed(_shared_links_round(rows, stages, server), rows, close)
     timeline = RoundTimeline(stages)
     for cid, link, compute_s, exchanges in rows:
         for ex in exchanges:
@@ -215,6 +245,28 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
                 t_down_s=transfer_time_s(ex.bytes_down, link.down_payload_mbps, link.one_way_s),
                 t_compute_s=stage_compute_s(ex, compute_s),
                 t_up_s=transfer_time_s(ex.bytes_up, link.up_payload_mbps, link.one_way_s)))
+    return _closed(timeline, rows, close)
+
+
+def _closed(timeline: RoundTimeline, rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]],
+            close: StageClose) -> RoundTimeline:
+    """A links-only round with ``close`` applied to each stage that trains: a reply counts the moment it
+    arrives (no polls), the stage ends at the closing reply or the deadline."""
+    if not close.closes_early:
+        return timeline
+    training = {ex.stage for _, _, _, exchanges in rows for ex in exchanges if ex.computes}
+    for stage in timeline.stages:
+        if stage not in training:
+            continue
+        idx = [i for i, t in enumerate(timeline.timings) if t.stage == stage]
+        finishes = [timeline.timings[i].t_total_s for i in idx]
+        t_close, late = close_links_only(0.0, finishes, close)
+        for i, is_late in zip(idx, late):
+            timeline.timings[i] = timeline.timings[i]._replace(late=1.0 if is_late else 0.0)
+        timeline.stage_spans_s[stage] = t_close
+        counted = [f for f, is_late in zip(finishes, late) if not is_late]
+        if any(late):
+            timeline.deadline_wait_s[stage] = t_close - max(counted, default=0.0)
     return timeline
 
 
@@ -262,7 +314,7 @@ def _shared_links_round(rows: Sequence[tuple[int, ClientLink, float, list[Messag
 def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]], stages: list[str],
                       clock: DeploymentClock, server: ServerLink, client_cpu: Mapping[int, float] | None,
                       server_cpu: float, server_extra_s: Callable[[str, int], float] | None,
-                      app_setup_s: float) -> RoundTimeline:
+                      app_setup_s: float, close: StageClose = WAIT_FOR_ALL) -> RoundTimeline:
     timeline = RoundTimeline(stages)
     server_totals: dict[str, float] = {}
     for stage in stages:
@@ -281,14 +333,17 @@ def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageS
                                                          compute_s,
                                                          ex.client_extra_s + (app_setup_s if ex.computes else 0.0))
             messages.append(new(StageMessage, (cid, *tail)))
+        trains = any(ex.computes for _, _, _, ex in items)
         st = clock.run_stage(stage, messages, {cid: link for cid, link, _, _ in items},
                              server_up_bytes_per_s=mbps_to_bytes_per_s(server.up_payload_mbps),
                              server_down_bytes_per_s=mbps_to_bytes_per_s(server.down_payload_mbps),
                              client_cpu=client_cpu, server_cpu=server_cpu,
                              server_extra_s=server_extra_s(stage, len(items)) if server_extra_s else 0.0,
-                             aggregate=any(ex.computes for _, _, _, ex in items))
+                             aggregate=trains, close=close if trains else WAIT_FOR_ALL)
         timeline.timings += _stage_timings(stage, st, items)
         timeline.stage_spans_s[stage] = st.t_end_s - st.t_start_s
+        if st.deadline_wait_s > 0:
+            timeline.deadline_wait_s[stage] = st.deadline_wait_s
         if st.lane_spans_s:  # a stage nobody takes part in has no lanes
             lanes = timeline.lane_round_s
             timeline.lane_round_s = [a + b for a, b in zip(lanes, st.lane_spans_s)] if lanes else list(st.lane_spans_s)
@@ -310,9 +365,10 @@ def _stage_timings(stage: str, st: StageTiming, items: Sequence[tuple[int, Clien
                        max(0.0, k.t_down_s + k.t_up_s - k.t_down_alone_s - k.t_up_alone_s)))
     out = []
     new = tuple.__new__  # the named tuple built from its fields in order, without its argument handling
+    late = st.class_late or [0.0] * len(st.classes)
     for (cid, _, _, ex), j, t_replied in zip(items, st.class_of, st.t_replied_s):
         parts, framework, t_sent, t_down, t_compute, t_up, waited = shared[j]
         poll = t_replied - t_sent
         out.append(new(ClientStageTiming, (cid, stage, ex.bytes_down, ex.bytes_up, t_down, t_compute, t_up,
-                                           framework + poll, parts, waited, poll)))
+                                           framework + poll, parts, waited, poll, late[j])))
     return out

@@ -8,7 +8,8 @@ A doc marks each generated table::
 
 and :data:`TABLES` maps each name to a function that renders it from the repository (usually a
 benchmark's JSON under benchmarks/results/). ``fedbw docs`` rewrites every marked block;
-``fedbw docs --check`` (and a test) fails when a doc no longer matches its data.
+``fedbw docs --check`` (and a test) fails when a doc no longer matches its data. The study figures of
+docs/ (:data:`fedbw.report.study_figures.DOC_FIGURES`) are redrawn from their JSON the same way.
 """
 
 from __future__ import annotations
@@ -38,8 +39,15 @@ def docs_with_tables(root: Path) -> list[Path]:
 
 
 def regenerate(root: Path, check: bool = False) -> list[Path]:
-    """Rewrite every doc's generated tables (``check``: only report which differ); the docs that differ."""
+    """Rewrite every doc's generated tables and redraw every study figure of docs/ whose data moved
+    (``check``: only report which differ); the docs and figures that differ."""
+    from fedbw.report.study_figures import draw_doc_figure, figure_path, stale_figures
+
     stale = []
+    for name in stale_figures(root):
+        stale.append(figure_path(root, name))
+        if not check:
+            draw_doc_figure(root, name)
     for path in docs_with_tables(root):
         text = path.read_text(encoding="utf-8")
         new = render_text(text, root, str(path))

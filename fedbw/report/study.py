@@ -3,16 +3,15 @@ variant and profile, split into communication and compute), and the Rich table."
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from fedbw.report import tables
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.results.rundir import environment
 from fedbw.results.study import StudyResult, StudyRow
+from fedbw.report.study_figures import StudyView, has_accuracy_curve, plot_accuracy, plot_bars, plot_grid
 
 COLUMNS = ("variant", "profile", "up/client", "down/client", "round 1", "round", "comm time", "framework", "comm", "ε",
            "ε terms", "clipped / wrapped", "accuracy", "up vs {baseline}", "round vs {baseline}")
@@ -121,91 +120,9 @@ def markdown(res: StudyResult) -> str:
 
 
 def plot(res: StudyResult, path: Path) -> Path:
-    """A study with a grid: :func:`plot_grid`; else grouped bars, one group per profile, one bar per variant,
-    communication below compute."""
-    if res.study.grid:
-        return plot_grid(res, path)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    profiles, variants = res.study.profiles, [v.name for v in res.study.variants]
-    by = {(r.variant, r.profile): r for r in res.rows}
-    width = 0.8 / len(variants)
-    cmap = plt.get_cmap("tab10")
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(profiles) * len(variants) / 2), 4.2))
-    for i, v in enumerate(variants):
-        xs = [p + (i - (len(variants) - 1) / 2) * width for p in range(len(profiles))]
-        comm = [by[(v, p)].comm_time_s for p in profiles]
-        rest = [by[(v, p)].round_time_s - by[(v, p)].comm_time_s for p in profiles]
-        ax.bar(xs, comm, width * 0.95, color=cmap(i), label=v)
-        ax.bar(xs, rest, width * 0.95, bottom=comm, color=cmap(i), alpha=0.35, hatch="//", edgecolor="white")
-    ax.set_xticks(range(len(profiles)), profiles)
-    ax.set_ylabel("round time (s)")
-    ax.set_xlabel("solid: communication · hatched: compute and Flower's framework (critical path)")
-    ax.set_title(f"{res.study.name}: steady-state round time per variant and profile")
-    ax.legend(fontsize="small", ncol=min(len(variants), 3))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def _numeric_axis(grid: dict[str, list[Any]]) -> str | None:
-    """The grid's first setting whose values are all numbers (the x axis of the grid's figure)."""
-    return next((k for k, vs in grid.items()
-                 if len(vs) > 1 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vs)), None)
-
-
-def plot_grid(res: StudyResult, path: Path) -> Path:
-    """The overhead a person reads before the table: each variant's round time against the baseline's in the
-    same cell (solid) and its uplink bytes against the baseline's (dashed), along the grid's first numeric
-    setting (e.g. clients per round); one panel per combination of the other settings (e.g. the model) and
-    profile."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    grid = res.study.grid
-    x_key = _numeric_axis(grid)
-    others = [k for k in grid if k != x_key]
-    present = {tuple(r.cell.get(k) for k in others) for r in res.rows}
-    groups = [g for g in itertools.product(*(grid[k] for k in others)) if g in present]  # the file's order
-    profiles = res.study.profiles
-    kinds = [k for k in dict.fromkeys(r.variant_kind for r in res.rows) if k != res.study.baseline]
-    fig, axes = plt.subplots(len(groups), len(profiles), figsize=(3.4 * len(profiles), 2.8 * len(groups)),
-                             squeeze=False, sharey=True)
-    cmap = plt.get_cmap("tab10")
-    for gi, group in enumerate(groups):
-        for pi, profile in enumerate(profiles):
-            ax = axes[gi][pi]
-            for ki, kind in enumerate(kinds):
-                rows = [r for r in res.rows if r.variant_kind == kind and r.profile == profile
-                        and tuple(r.cell.get(k) for k in others) == group]
-                rows.sort(key=lambda r: r.cell.get(x_key, 0) if x_key else 0)
-                xs = [r.cell.get(x_key) if x_key else i for i, r in enumerate(rows)]
-                ax.plot(xs, [r.round_ratio for r in rows], "-o", color=cmap(ki), ms=3, label=f"{kind}: round")
-                ax.plot(xs, [r.uplink_ratio for r in rows], "--", color=cmap(ki), alpha=0.6, label=f"{kind}: up bytes")
-            if x_key:
-                if max(grid[x_key]) / max(min(grid[x_key]), 1e-12) >= 10:
-                    ax.set_xscale("log")
-                ax.set_xticks(grid[x_key], [f"{v:g}" for v in grid[x_key]])
-                ax.minorticks_off()
-            ax.axhline(1.0, color="grey", lw=0.8)
-            ax.set_title(", ".join([profile, *(f"{v}" for v in group)]), fontsize="small")
-            if gi == len(groups) - 1:
-                ax.set_xlabel(x_key or "cell")
-            if pi == 0:
-                ax.set_ylabel(f"× {res.study.baseline}")
-    axes[0][0].legend(fontsize="x-small")
-    fig.suptitle(f"{res.study.name}: overhead against {res.study.baseline} (solid: round time, dashed: uplink bytes)",
-                 fontsize="medium")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    """A study with a grid: the overhead figure (:func:`plot_grid`); else grouped bars (:func:`plot_bars`)."""
+    view = StudyView.of(res)
+    return plot_grid(view, path) if view.grid else plot_bars(view, path)
 
 
 def write_outputs(res: StudyResult) -> list[Path]:
@@ -221,11 +138,13 @@ def write_outputs(res: StudyResult) -> list[Path]:
     (d / "study.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (d / "study.md").write_text(markdown(res), encoding="utf-8")
     png = plot(res, d / "study.png")
-    (d / "study.html").write_text(html_report(res, png), encoding="utf-8")
-    return [d / "study.json", d / "study.md", png, d / "study.html"]
+    view = StudyView.of(res)
+    accuracy = plot_accuracy(view, d / "study-accuracy.png") if has_accuracy_curve(view) else None
+    (d / "study.html").write_text(html_report(res, png, accuracy), encoding="utf-8")
+    return [d / "study.json", d / "study.md", png, *([accuracy] if accuracy else []), d / "study.html"]
 
 
-def html_report(res: StudyResult, png: Path) -> str:
+def html_report(res: StudyResult, png: Path, accuracy_png: Path | None = None) -> str:
     """study.html: the figure a person reads first, then every column of the table, on one page."""
     from html import escape
 
@@ -240,6 +159,9 @@ def html_report(res: StudyResult, png: Path) -> str:
             + (f" · {made}" if made else ""))
     body = [f"<h1>Study {escape(s.name)}</h1>",
             f'<p class="meta">{escape(meta)} · <code>{escape(res.command or f"fedbw study {s.source}")}</code></p>',
+            *([figure_html("Accuracy and ε", accuracy_png, "accuracy after the last round against the grid's "
+                                                             "numeric setting, each point labelled with its ε")]
+              if accuracy_png else []),
             figure_html("Overhead" if s.grid else "Round time", png, what),
             "<h2>Every row</h2>" + table_html(head, [_cells(r) for r in res.rows], _steady_note(res) + ".")]
     return html_page(f"Study {s.name}", body)

@@ -348,16 +348,19 @@ def rounds_table(rounds: Sequence[RoundRecord], title: str) -> FitTable:
     no ε without DP) first; the caption names them."""
     host = any(r.host is not None for r in rounds)
     interval = any(r.round_interval_s for r in rounds)
-    cols = [Col("round", key=True), Col("clients"), Col("round time [80 %]" if interval else "round time", key=True),
+    late = any(r.late_clients for r in rounds)
+    cols = [Col("round", key=True), Col("used/sampled" if late else "clients"), Col("round time [80 %]" if interval else "round time", key=True),
             Col("comm", key=True), Col("comm time"), Col("compute"), Col("framework"), Col("up total", key=True),
             Col("down total"), Col("loss"), Col("accuracy"), Col("ε")] + ([Col("host")] if host else [])
     captions = [c for c in (privacy_caption(rounds), HOST_CAPTION if host else None,
-                            INTERVAL_CAPTION if interval else None) if c]
-    t = FitTable(title, cols, drop=("loss", "down total", "framework", "compute", "clients", "comm time", "ε",
+                            INTERVAL_CAPTION if interval else None, late_caption(rounds) if late else None) if c]
+    t = FitTable(title, cols, drop=("loss", "down total", "framework", "compute", "used/sampled" if late else "clients",
+                                    "comm time", "ε",
                                     "accuracy", *(["host"] if host else [])),
                  caption="\n".join(captions) or None, left_out=RUN_LEFT_OUT)
     for r in rounds:
-        t.add_row(str(r.round), str(r.num_clients), fmt_s_interval(r.round_time_s, r.round_interval_s),
+        used = f"{r.replies}/{r.num_clients}" + (" abandoned" if r.abandoned else "") if late else str(r.num_clients)
+        t.add_row(str(r.round), used, fmt_s_interval(r.round_time_s, r.round_interval_s),
                   fmt_frac(r.comm_fraction, r.bandwidth_bound),
                   fmt_s(r.comm_time_s), fmt_s(r.compute_time_s), fmt_s(r.framework_time_s),
                   fmt_bytes(r.bytes_up_total), fmt_bytes(r.bytes_down_total),
@@ -366,24 +369,37 @@ def rounds_table(rounds: Sequence[RoundRecord], title: str) -> FitTable:
     return t
 
 
+def late_caption(rounds: Sequence[RoundRecord]) -> str:
+    """What the round policy (``[round]``) cost: late replies and the uplink bytes they wasted."""
+    late = sum(r.late_clients for r in rounds)
+    wasted = sum(r.wasted_bytes_up for r in rounds)
+    abandoned = sum(r.abandoned for r in rounds)
+    return (f"used/sampled = updates the server used of the clients sampled; {late} late repl"
+            f"{'y' if late == 1 else 'ies'} over {len(rounds)} rounds wasted {fmt_bytes(wasted)} of uplink"
+            + (f"; {abandoned} round(s) abandoned (fewer than round.min_replies)" if abandoned else ""))
+
+
 def by_profile_table(clients: Sequence[ClientRoundRecord], title: str) -> FitTable:
     """Mean per client and round, grouped by link profile: where each profile's time goes. Key columns,
     never cut: profile, up/client, t_up and client time; where the terminal is too narrow the others leave in
-    this order: n, t_framework, t_compute, down/client, t_down."""
+    this order: n, t_framework, t_compute, down/client, t_down. With a round policy (``[round]``), ``late``:
+    the share of the profile's client-rounds whose reply missed the close."""
     groups: dict[str, list[ClientRoundRecord]] = defaultdict(list)
     for c in clients:
         if not c.dropped:
             groups[c.profile].append(c)
+    late = any(c.late for c in clients)
     t = FitTable(title, [Col("profile", key=True), Col("n"), Col("up/client", key=True), Col("down/client"),
                          Col("t_down"), Col("t_compute"), Col("t_up", key=True), Col("t_framework"),
-                         Col("client time", key=True)],
+                         Col("client time", key=True)] + ([Col("late", key=True)] if late else []),
                  drop=("n", "t_framework", "t_compute", "down/client", "t_down"), left_out=RUN_LEFT_OUT)
     for name in sorted(groups):
         g = groups[name]
         t.add_row(name, str(len(g)), fmt_bytes(mean(c.bytes_up for c in g)), fmt_bytes(mean(c.bytes_down for c in g)),
                   fmt_s(mean(c.t_down_s for c in g)), fmt_s(mean(c.t_compute_s for c in g)),
                   fmt_s(mean(c.t_up_s for c in g)), fmt_s(mean(c.t_framework_s for c in g)),
-                  fmt_s(mean(c.t_total_s for c in g)))
+                  fmt_s(mean(c.t_total_s for c in g)),
+                  *([f"{100 * sum(c.late for c in g) / len(g):.0f} %"] if late else []))
     return t
 
 

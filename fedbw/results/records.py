@@ -59,6 +59,9 @@ class ClientRoundRecord:
     profile: str
     stages: list[StageRecord]
     dropped: bool = False
+    #: the server closed a stage (a deadline, enough replies: ``[round]``) before it had this client's reply:
+    #: its bytes and compute were spent, its update not used
+    late: bool = False
     train_loss: float | None = None
     num_examples: int | None = None
     kind: Literal["client"] = "client"
@@ -144,8 +147,17 @@ class RoundRecord:
     #: and median over Flower's unknown poll phases and the calibration's intervals (netmodel/spread.py)
     round_interval_s: tuple[float, float] | None = None
     round_median_s: float | None = None
+    late_clients: int = 0  #: sampled clients whose reply missed the close (``[round]``)
+    wasted_bytes_up: float = 0.0  #: their uplink bytes, sent and not used
+    #: fewer replies than ``round.min_replies`` by the close: the server kept the previous model
+    abandoned: bool = False
 
-    DERIVED = ("comm_fraction", "bandwidth_bound", "host_bound")
+    DERIVED = ("comm_fraction", "bandwidth_bound", "host_bound", "replies")
+
+    @property
+    def replies(self) -> int:
+        """The updates the server used: the sampled clients less the late ones."""
+        return self.num_clients - self.late_clients
 
     @property
     def comm_fraction(self) -> float:
@@ -172,14 +184,18 @@ def engine_client_records(run_id: str, engine: str, round_index: int, rows: Iter
 
     Each row holds one client's stage: (client_id, stage, bytes_down, bytes_up, t_down_s, t_compute_s,
     t_up_s, t_framework_s, …) — a timeline's :class:`~fedbw.netmodel.timeline.ClientStageTiming` starts
-    with these fields; a client's stages keep the order of its rows. The records are built without a
+    with these fields, and its ``late`` says whether the client missed a stage's close; a client's stages
+    keep the order of its rows. The records are built without a
     second validation, in one pass: at 100,000 clients per round validating every record, or a constructor
     call per record, would cost more than the model. Records read back from a file are always validated
     (:func:`load_records`)."""
     new = object.__new__
     by_client: dict[int, list[StageRecord]] = {}
     stages_of = by_client.get
+    late: set[int] = set()
     for row in rows:
+        if getattr(row, "late", 0.0) > 0.5:
+            late.add(row[0])
         rec = new(StageRecord)
         rec.__dict__ = {"stage": row[1], "bytes_down": float(row[2]), "bytes_up": float(row[3]),
                         "t_down_s": float(row[4]), "t_compute_s": float(row[5]), "t_up_s": float(row[6]),
@@ -192,8 +208,8 @@ def engine_client_records(run_id: str, engine: str, round_index: int, rows: Iter
     for cid, stages in by_client.items():
         rec = new(ClientRoundRecord)
         rec.__dict__ = {"run_id": run_id, "engine": engine, "round": round_index, "client_id": cid,
-                        "profile": profile_of(cid), "stages": stages, "dropped": False, "train_loss": None,
-                        "num_examples": None, "kind": "client"}
+                        "profile": profile_of(cid), "stages": stages, "dropped": False, "late": cid in late,
+                        "train_loss": None, "num_examples": None, "kind": "client"}
         out.append(rec)
     return out
 

@@ -1,0 +1,28 @@
+"""docs/population.md's generated tables: what a round policy (``[round]``) buys on a mixed population, from
+``benchmarks/results/round-policies.json``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fedbw.report.doc_blocks import md_table, result_table
+from fedbw.report.format import fmt_bytes, fmt_s_interval
+
+POLICIES_CMD = ".venv/bin/python benchmarks/round_policies.py"
+
+
+@result_table("population.round-policies", "round-policies.json", POLICIES_CMD, needs="rows", model=True)
+def round_policies_markdown(data: dict[str, Any]) -> str:
+    """One line per model and policy: the mean round with its interval and against waiting for all, updates
+    used of clients sampled, late share and wasted uplink per round, hours per 1,000 rounds."""
+    rows = [[r["model"], r["policy"], fmt_s_interval(r["round_time_s"], r["round_interval_s"]),
+             f"{r['round_ratio']:.2f}×", f"{r['used_per_round']:.1f} / {r['sampled_per_round']:.1f}",
+             f"{100 * r['late_share']:.0f} %", fmt_bytes(r["wasted_up_bytes_per_round"]),
+             f"{r['hours_per_1000_rounds']:.1f} h"] for r in data["rows"]]
+    mix = ", ".join(f"{m['profile']} {m['share']}" for m in data["population"])
+    return (md_table(["model", "policy", "round", "vs wait for all", "used / sampled", "late", "wasted up / round",
+                      "1,000 rounds"], rows, right=set(range(2, 8)))
+            + f"\n{data['clients_total']} clients (shares {mix}), {data['per_round']} per round, {data['rounds']} "
+              f"rounds of the {data['engine']} engine with Flower's deployment costs; round = the mean round, "
+              f"in brackets the mean 10th–90th percentile; used / sampled = updates the server aggregated of the "
+              f"clients it sampled, per round. `{data['command']}`, {data['date']} on {data['machine']}.\n")
