@@ -2,7 +2,7 @@
 
 The apps (fedbw.fl) log every message they exchanged with its Flower bytes, timestamps and the
 client's compute time (docs/simulate.md). This module reads that log — also while it grows — and
-groups it into finished rounds of measured exchanges. It is shared: ``simulate`` lays the rounds on
+groups it into finished rounds (:class:`~fedbw.results.measured_round.RoundEvents`). It is shared: ``simulate`` lays the rounds on
 its virtual clock (:mod:`fedbw.engines.simulate.clock`), ``emulate`` joins them with its shaper's
 ledger, and studies re-time them on other links.
 """
@@ -10,16 +10,11 @@ ledger, and studies re-time them on other links.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fedbw.files.versioned import EVENTS
-from fedbw.netmodel import MessageSizes
-
-#: Stages in which the client trains (plain FedAvg, SecAgg+).
-COMPUTE_STAGES = ("fit", "collect_masked_vectors")
-
+from fedbw.results.measured_round import RoundEvents
 
 class EventReader:
     """Reads complete lines appended to an event log since the last call (tolerates a torn last line)."""
@@ -45,28 +40,6 @@ class EventReader:
 def read_events(path: str | Path) -> list[dict[str, Any]]:
     """Every complete event in a log."""
     return EventReader(path).read_new()
-
-
-@dataclass
-class RoundEvents:
-    """Everything the apps logged about one round."""
-
-    round: int
-    clients: list[int] = field(default_factory=list)  #: sampled client ids, in plan order
-    messages: list[dict[str, Any]] = field(default_factory=list)  #: "message" events, arrival order
-    loss: float | None = None
-    accuracy: float | None = None
-    wall_time_s: float | None = None
-    epsilon: float | None = None
-    privacy: dict[str, Any] | None = None  #: the server's accounting context (round_end's ``privacy``)
-    finished: bool = False
-
-    def clients_done(self) -> int:
-        """Clients whose training reply has arrived."""
-        return len({m["client_id"] for m in self.messages if m.get("stage") in COMPUTE_STAGES})
-
-    def errors(self) -> list[str]:
-        return [f"client {m['client_id']} ({m['stage']}): {m['error']}" for m in self.messages if m.get("error")]
 
 
 class RoundAssembler:
@@ -108,40 +81,3 @@ class RoundAssembler:
         return None
 
 
-def measured_exchanges(rnd: RoundEvents) -> dict[int, list[MessageSizes]]:
-    """Per client, its measured exchanges in stage order (stage order = first arrival in the round)."""
-    order: list[str] = []
-    for m in rnd.messages:
-        if m["stage"] not in order:
-            order.append(m["stage"])
-    by_client: dict[int, dict[str, MessageSizes]] = {}
-    for m in rnd.messages:
-        compute = m.get("compute_s")
-        app_s = m.get("t_app_s")
-        sizes = MessageSizes(m["stage"], float(m.get("bytes_down") or 0), float(m.get("bytes_up") or 0),
-                             computes=compute is not None or m["stage"] in COMPUTE_STAGES,
-                             compute_s=None if compute is None else float(compute),
-                             # the app's measured work besides training (SecAgg+ crypto, codecs, …)
-                             client_extra_s=max(0.0, float(app_s) - float(compute or 0.0)) if app_s is not None
-                             else 0.0)
-        if m.get("objects_down") is not None:  # event logs of fedbw 0.1 carry no object counts
-            sizes = replace(sizes, objects_down=int(m["objects_down"]), objects_up=int(m.get("objects_up") or 0))
-        by_client.setdefault(m["client_id"], {})[m["stage"]] = sizes
-    return {cid: [st[s] for s in order if s in st] for cid, st in by_client.items()}
-
-
-def client_compute_s(rnd: RoundEvents) -> dict[int, float]:
-    """Per client, the compute time it reported (measured in real mode, the profile's in synthetic)."""
-    out: dict[int, float] = {}
-    for m in rnd.messages:
-        if m.get("compute_s") is not None:
-            out[m["client_id"]] = out.get(m["client_id"], 0.0) + float(m["compute_s"])
-    return out
-
-
-def client_extras(rnd: RoundEvents) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
-    for m in rnd.messages:
-        if m.get("num_examples") is not None:
-            out[m["client_id"]] = {"train_loss": m.get("train_loss"), "num_examples": int(m["num_examples"])}
-    return out

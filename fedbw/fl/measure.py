@@ -26,7 +26,7 @@ from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, no_object_id_recompute
 
-from fedbw.fl.events import MESSAGE, EventLog
+from fedbw.fl.events import LATE, MESSAGE, EventLog
 
 #: Reply record the client mod adds; the server reads and reports it.
 MEASURE_RECORD = "fedbw.measure"
@@ -117,7 +117,8 @@ class MeasuringGrid(Grid):
     def __init__(self, inner: Grid, log: EventLog, client_of: dict[int, int], round_of: Callable[[], int],
                  on_reply: Callable[[int, int, str], None] | None = None, measure: bool = True,
                  pull_interval_s: float | None = None, on_push: Callable[[list[Message]], None] | None = None,
-                 stage_train_name: str = "fit", foreign: bool = False) -> None:
+                 stage_train_name: str = "fit", foreign: bool = False,
+                 late_of: Callable[[int, list[dict[str, Any]]], set[int]] | None = None) -> None:
         self._inner = inner
         self._log = log
         self._client_of = client_of
@@ -132,6 +133,10 @@ class MeasuringGrid(Grid):
             getattr(inner, "pull_interval", 3.0))
         self._sent: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        #: simulate with a round policy: (round, the round's training-stage message events) → the clients
+        #: whose replies the virtual clock says came too late (fedbw.fl.virtual_clock.VirtualClose)
+        self._late_of = late_of
+        self._round_messages: dict[int, list[dict[str, Any]]] = {}
 
     # Delegation of the abstract interface.
     def set_run(self, run: Any) -> None:
@@ -203,12 +208,21 @@ class MeasuringGrid(Grid):
                     if self._foreign and "compute_s" not in rec and "t_app_s" in rec:
                         event["compute_s"] = rec["t_app_s"]
             self._log.emit(MESSAGE, **event)
+            if self._late_of is not None:
+                with self._lock:
+                    for old in [k for k in self._round_messages if k < sent["round"]]:
+                        del self._round_messages[old]
+                    self._round_messages.setdefault(sent["round"], []).append(event)
             if self._on_reply is not None:
                 self._on_reply(sent["round"], cid, sent["stage"])
         return replies
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
-        """Same contract as Flower's: push, then pull until every reply is in or ``timeout`` passes."""
+        """Same contract as Flower's: push, then pull until every reply is in or ``timeout`` passes. With
+        ``late_of`` (simulate and a round policy) the training stage's replies are then laid on the virtual
+        clock, and those of clients it calls late are left out (and logged as a ``late`` event)."""
+        messages = list(messages)
+        training = bool(messages) and exchange_stage(messages[0], self._train_name) == self._train_name
         ids = set(self.push_messages(messages))
         end = time.time() + (timeout if timeout is not None else 0.0)
         out: list[Message] = []
@@ -222,4 +236,17 @@ class MeasuringGrid(Grid):
         with self._lock:
             for mid in ids:  # timed out: forget them
                 self._sent.pop(mid, None)
+        if self._late_of is not None and training and out:
+            return self._without_late(out)
         return out
+
+    def _without_late(self, replies: list[Message]) -> list[Message]:
+        r = self._round_of()
+        with self._lock:
+            events = [m for m in self._round_messages.get(r, []) if m["stage"] == self._train_name]
+        assert self._late_of is not None
+        late = self._late_of(r, events)
+        if not late:
+            return replies
+        self._log.emit(LATE, round=r, clients=sorted(late))
+        return [m for m in replies if self._client_of.get(m.metadata.src_node_id, -1) not in late]

@@ -109,6 +109,18 @@ def plan_fit_step(settings: AppSettings, strategy: PlanFedAvg, wrapped: Strategy
     return run
 
 
+def virtual_close(settings: AppSettings) -> Callable[[int, list[dict]], set[int]] | None:
+    """simulate with a round policy (``[round]``): which of a round's replies its virtual clock leaves out
+    (None otherwise: every reply counts, or emulate's real clock decides)."""
+    cfg = settings.config
+    if cfg.engine != "simulate" or not cfg.round.closes_early:
+        return None
+    from fedbw.fl.virtual_clock import VirtualClose
+
+    close = VirtualClose(settings.plan)
+    return lambda r, events: close.late(r, settings.plan.sampled_clients(r), events)
+
+
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     settings = settings_for(context)
@@ -121,7 +133,8 @@ def main(grid: Grid, context: Context) -> None:
         log.emit(NODES, node_of={str(c): n for c, n in sorted(node_of.items())})
         state = RoundState()
         client_of = {n: c for c, n in node_of.items()}
-        measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure)
+        measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure,
+                                 late_of=virtual_close(settings))
         # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups. The plan's
         # budget caps the rounds at privacy.dp.max_epsilon; the strategy accounts each round as it ran and
         # stops earlier if dropouts spent more than planned.

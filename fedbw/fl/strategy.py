@@ -127,6 +127,8 @@ class PlanFedAvg(FedAvg):
         results = sorted(results, key=lambda r: self.client_of.get(int(r[0].node_id), -1))
         info = self.rounds.setdefault(server_round, RoundPrivacy())
         info.cohort = len(results)
+        if len(results) < self.settings.config.round.min_replies:  # abandoned: the previous model stays
+            return None, {}
         info.participants = [self.client_of.get(int(p.node_id), -1) for p, _ in results]
         params, metrics = super().aggregate_fit(server_round, results, failures)
         if params is not None and self._fixed_denominator():

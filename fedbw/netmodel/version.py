@@ -3,7 +3,8 @@
 Why a hash and not a number someone bumps: a result (a benchmark's JSON, a study, a run's records) must
 say which model made it, and a forgotten bump would let a table made by an older model pass as current.
 The hash covers every module of :mod:`fedbw.netmodel`, :mod:`fedbw.flower_protocol` (Flower's intervals
-the clock uses) and the two drivers of the clock (``engines/estimate.py``, ``engines/simulate/clock.py``),
+the clock uses) and the drivers of the clock (``engines/estimate.py``, ``engines/simulate/clock.py`` and the
+measured round it lays out, ``fl/virtual_clock.py``),
 read as Python's syntax tree without docstrings, so rewording a docstring or a comment keeps the version
 while changing an expression, a constant or a default changes it. The plan's inputs to the model (bytes,
 training time, links) are pinned by the golden records (tests/test_golden.py), not by this hash.
@@ -47,7 +48,7 @@ def model_files() -> list[Path]:
     here = Path(__file__).resolve().parent
     pkg = here.parent
     return sorted(here.glob("*.py")) + [pkg / "flower_protocol.py", pkg / "engines" / "estimate.py",
-                                        pkg / "engines" / "simulate" / "clock.py"]
+                                        pkg / "engines" / "simulate" / "clock.py", pkg / "fl" / "virtual_clock.py"]
 
 
 @lru_cache(maxsize=1)

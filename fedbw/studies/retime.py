@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedbw.engines.measured import RoundAssembler, client_compute_s, measured_exchanges, read_events
+from fedbw.engines.measured import RoundAssembler, read_events
+from fedbw.results.measured_round import client_compute_s, measured_exchanges
 from fedbw.netmodel import ClientLink, DeploymentClock, MessageSizes, round_timeline
 from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan

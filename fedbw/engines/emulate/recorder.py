@@ -15,7 +15,8 @@ from fedbw.engines.base import Progress
 from fedbw.engines.emulate.attribution import MessageTimes, match_messages, message_times, round_records
 from fedbw.engines.emulate.federation import MessageMeasure
 from fedbw.engines.emulate.host import HostSampler, StartReference, host_round_for, stage_host_s
-from fedbw.engines.measured import EventReader, RoundAssembler, client_extras
+from fedbw.engines.measured import EventReader, RoundAssembler
+from fedbw.results.measured_round import client_extras
 from fedbw.plan import Plan
 from fedbw.results.privacy_record import privacy_round_from_event
 from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord

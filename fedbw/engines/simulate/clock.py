@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Callable
 
 from fedbw.engines.base import records_from_timeline
-from fedbw.engines.measured import RoundEvents, client_compute_s, client_extras, measured_exchanges
-from fedbw.netmodel import ClientLink, DeploymentClock, round_timeline
+from fedbw.fl.virtual_clock import measured_timeline
+from fedbw.netmodel import ClientLink, DeploymentClock
 from fedbw.plan import Plan
+from fedbw.results.measured_round import RoundEvents, client_extras
 from fedbw.results.privacy_record import privacy_round_from_event
 from fedbw.results.records import ClientRoundRecord, RoundRecord
 
@@ -26,13 +27,11 @@ def records_from_round_events(plan: Plan, run_id: str, engine: str, rnd: RoundEv
     Each client's measured stage messages cross its planned link (``link_of`` may replace it), the
     compute stage takes the compute time it reported, and every stage ends at the slowest client
     (barrier) — exactly the arithmetic ``estimate`` applies to predicted sizes. With ``clock`` (one per
-    run, carried from round to round) Flower's deployment costs are laid on the same clock.
+    run, carried from round to round) Flower's deployment costs are laid on the same clock. The round is
+    laid out by :func:`fedbw.fl.virtual_clock.measured_timeline`, which simulate's ServerApp also uses
+    to leave out the updates its round policy closes the round without.
     """
-    exchanges = measured_exchanges(rnd)
-    compute = client_compute_s(rnd)
-    ids = [c for c in (rnd.clients or sorted(exchanges)) if c in exchanges]
-    rows = [(cid, link_of(cid) if link_of else plan.clients[cid].link, compute.get(cid, 0.0)) for cid in ids]
-    timeline = round_timeline(rows, lambda cid: exchanges[cid], deployment=clock, **plan.timeline_options())
+    timeline = measured_timeline(plan, rnd, link_of, clock)
     clients, record = records_from_timeline(
         plan, run_id, engine, rnd.round, timeline, loss=rnd.loss, accuracy=rnd.accuracy, epsilon=rnd.epsilon,
         privacy=privacy_round_from_event(rnd.privacy), wall_time_s=rnd.wall_time_s, extra={"clock": "virtual", "bytes": "measured"})

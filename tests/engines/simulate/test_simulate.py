@@ -10,7 +10,8 @@ import pytest
 
 from fedbw.config import config_from_dict
 from fedbw.engines.estimate import estimate_round
-from fedbw.engines.measured import EventReader, RoundAssembler, RoundEvents
+from fedbw.engines.measured import EventReader, RoundAssembler
+from fedbw.results.measured_round import RoundEvents
 from fedbw.engines.simulate.clock import records_from_round_events
 from fedbw.netmodel.payload import round_exchanges
 from fedbw.plan import build_plan
