@@ -60,7 +60,7 @@ class ExperimentConfig(Section):
                                                                                        "of the same model")
     round: RoundConfig = Field(default_factory=RoundConfig, description="when a round's training stage closes: "
                                                                       "deadline, over-selection, minimum replies "
-                                                                      "(estimate, simulate; docs/population.md)")
+                                                                      "(every engine; docs/population.md)")
     faults: FaultsConfig = Field(default_factory=FaultsConfig, description="faults the emulate engine injects "
                                                                           "(estimate and simulate ignore them)")
     emulate: EmulateConfig = Field(default_factory=EmulateConfig, description="the emulate engine "
@@ -106,16 +106,13 @@ class ExperimentConfig(Section):
         return self
 
     def _check_round(self) -> None:
-        """``[round]``: what runs so far (issue 32 continues: emulate, SecAgg+'s dropout path, ε of the cohort
-        that counted)."""
+        """``[round]``: what runs so far (issue 32 continues: SecAgg+'s dropout path, ε of the cohort that
+        counted)."""
         r, c = self.round, self.clients
         if r.min_replies > c.per_round:
             raise ValueError(f"round.min_replies ({r.min_replies}) cannot exceed clients.per_round ({c.per_round})")
         if not r.closes_early:
             return
-        if self.engine == "emulate":
-            raise ValueError("round.deadline_s and round.over_select run in the estimate and simulate engines so "
-                             "far, not in emulate (issue 32); use --engine simulate or estimate")
         if self.privacy.secagg.enabled:
             raise ValueError("round.deadline_s and round.over_select with SecAgg+ are not modelled yet (a late "
                              "client is a SecAgg+ dropout: its unmask path); turn one of them off")

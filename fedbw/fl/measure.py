@@ -27,6 +27,7 @@ from flwr.serverapp import Grid
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, no_object_id_recompute
 
 from fedbw.fl.events import LATE, MESSAGE, EventLog
+from fedbw.netmodel.close import StageClose
 
 #: Reply record the client mod adds; the server reads and reports it.
 MEASURE_RECORD = "fedbw.measure"
@@ -118,7 +119,8 @@ class MeasuringGrid(Grid):
                  on_reply: Callable[[int, int, str], None] | None = None, measure: bool = True,
                  pull_interval_s: float | None = None, on_push: Callable[[list[Message]], None] | None = None,
                  stage_train_name: str = "fit", foreign: bool = False,
-                 late_of: Callable[[int, list[dict[str, Any]]], set[int]] | None = None) -> None:
+                 late_of: Callable[[int, list[dict[str, Any]]], set[int]] | None = None,
+                 close: StageClose | None = None) -> None:
         self._inner = inner
         self._log = log
         self._client_of = client_of
@@ -136,6 +138,8 @@ class MeasuringGrid(Grid):
         #: simulate with a round policy: (round, the round's training-stage message events) → the clients
         #: whose replies the virtual clock says came too late (fedbw.fl.virtual_clock.VirtualClose)
         self._late_of = late_of
+        #: emulate with a round policy: the training stage closes on this process's (emulated) clock
+        self._close = close
         self._round_messages: dict[int, list[dict[str, Any]]] = {}
 
     # Delegation of the abstract interface.
@@ -223,6 +227,12 @@ class MeasuringGrid(Grid):
         clock, and those of clients it calls late are left out (and logged as a ``late`` event)."""
         messages = list(messages)
         training = bool(messages) and exchange_stage(messages[0], self._train_name) == self._train_name
+        close = self._close if training else None
+        enough = None
+        if close is not None:  # Flower's reply timeout is the deadline; "enough" stops after the pull that got them
+            if close.deadline_s is not None:
+                timeout = close.deadline_s if timeout is None else min(timeout, close.deadline_s)
+            enough = close.enough
         ids = set(self.push_messages(messages))
         end = time.time() + (timeout if timeout is not None else 0.0)
         out: list[Message] = []
@@ -230,12 +240,14 @@ class MeasuringGrid(Grid):
             got = list(self.pull_messages(ids))
             out.extend(got)
             ids.difference_update(m.metadata.reply_to_message_id for m in got)
-            if not ids:
+            if not ids or (enough is not None and len(out) >= enough):
                 break
             time.sleep(self._pull_interval_s)
         with self._lock:
-            for mid in ids:  # timed out: forget them
-                self._sent.pop(mid, None)
+            left = [self._sent.pop(mid, None) for mid in ids]  # not pulled: forget them
+        if close is not None and left:
+            self._log.emit(LATE, round=self._round_of(), clients=sorted(
+                self._client_of.get(i["node_id"], -1) for i in left if i is not None))
         if self._late_of is not None and training and out:
             return self._without_late(out)
         return out

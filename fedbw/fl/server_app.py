@@ -32,6 +32,7 @@ from fedbw.fl.measure import MeasuringGrid
 from fedbw.fl.settings import AppSettings, settings_for
 from fedbw.fl.strategy import NODE_WAIT_S, BudgetExhausted, PlanFedAvg, RoundState, centralized_evaluator
 from fedbw.fl.wiring import fit_workflow, wrap_strategy
+from fedbw.netmodel.close import StageClose
 
 HELLO_TYPE = "get_properties"
 
@@ -121,6 +122,15 @@ def virtual_close(settings: AppSettings) -> Callable[[int, list[dict]], set[int]
     return lambda r, events: close.late(r, settings.plan.sampled_clients(r), events)
 
 
+def real_close(settings: AppSettings) -> StageClose | None:
+    """emulate with a round policy: the training stage closes on the ServerApp's own (emulated) clock, as
+    Flower's reply timeout does (None otherwise)."""
+    cfg = settings.config
+    if cfg.engine != "emulate" or not cfg.round.closes_early:
+        return None
+    return StageClose(cfg.round.deadline_s, cfg.round.enough(cfg.clients.per_round))
+
+
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     settings = settings_for(context)
@@ -134,7 +144,7 @@ def main(grid: Grid, context: Context) -> None:
         state = RoundState()
         client_of = {n: c for c, n in node_of.items()}
         measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure,
-                                 late_of=virtual_close(settings))
+                                 late_of=virtual_close(settings), close=real_close(settings))
         # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups. The plan's
         # budget caps the rounds at privacy.dp.max_epsilon; the strategy accounts each round as it ran and
         # stops earlier if dropouts spent more than planned.

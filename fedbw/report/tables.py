@@ -14,6 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from fedbw.report.round_policy import late_caption
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.results.records import ClientRoundRecord, RoundRecord
 
@@ -349,7 +350,8 @@ def rounds_table(rounds: Sequence[RoundRecord], title: str) -> FitTable:
     host = any(r.host is not None for r in rounds)
     interval = any(r.round_interval_s for r in rounds)
     late = any(r.late_clients for r in rounds)
-    cols = [Col("round", key=True), Col("used/sampled" if late else "clients"), Col("round time [80 %]" if interval else "round time", key=True),
+    cols = [Col("round", key=True), Col("used/sampled" if late else "clients"),
+            Col("round time [80 %]" if interval else "round time", key=True),
             Col("comm", key=True), Col("comm time"), Col("compute"), Col("framework"), Col("up total", key=True),
             Col("down total"), Col("loss"), Col("accuracy"), Col("ε")] + ([Col("host")] if host else [])
     captions = [c for c in (privacy_caption(rounds), HOST_CAPTION if host else None,
@@ -369,16 +371,6 @@ def rounds_table(rounds: Sequence[RoundRecord], title: str) -> FitTable:
     return t
 
 
-def late_caption(rounds: Sequence[RoundRecord]) -> str:
-    """What the round policy (``[round]``) cost: late replies and the uplink bytes they wasted."""
-    late = sum(r.late_clients for r in rounds)
-    wasted = sum(r.wasted_bytes_up for r in rounds)
-    abandoned = sum(r.abandoned for r in rounds)
-    return (f"used/sampled = updates the server used of the clients sampled; {late} late repl"
-            f"{'y' if late == 1 else 'ies'} over {len(rounds)} rounds wasted {fmt_bytes(wasted)} of uplink"
-            + (f"; {abandoned} round(s) abandoned (fewer than round.min_replies)" if abandoned else ""))
-
-
 def by_profile_table(clients: Sequence[ClientRoundRecord], title: str) -> FitTable:
     """Mean per client and round, grouped by link profile: where each profile's time goes. Key columns,
     never cut: profile, up/client, t_up and client time; where the terminal is too narrow the others leave in
@@ -394,12 +386,17 @@ def by_profile_table(clients: Sequence[ClientRoundRecord], title: str) -> FitTab
                          Col("client time", key=True)] + ([Col("late", key=True)] if late else []),
                  drop=("n", "t_framework", "t_compute", "down/client", "t_down"), left_out=RUN_LEFT_OUT)
     for name in sorted(groups):
-        g = groups[name]
-        t.add_row(name, str(len(g)), fmt_bytes(mean(c.bytes_up for c in g)), fmt_bytes(mean(c.bytes_down for c in g)),
+        everyone = groups[name]
+        late_cell = [f"{100 * sum(c.late for c in everyone) / len(everyone):.0f} %"] if late else []
+        g = [c for c in everyone if c.stages]  # a late client under emulate has no measured stage
+        if not g:
+            t.add_row(name, str(len(everyone)), *["-"] * 7, *late_cell)
+            continue
+        t.add_row(name, str(len(everyone)), fmt_bytes(mean(c.bytes_up for c in g)),
+                  fmt_bytes(mean(c.bytes_down for c in g)),
                   fmt_s(mean(c.t_down_s for c in g)), fmt_s(mean(c.t_compute_s for c in g)),
                   fmt_s(mean(c.t_up_s for c in g)), fmt_s(mean(c.t_framework_s for c in g)),
-                  fmt_s(mean(c.t_total_s for c in g)),
-                  *([f"{100 * sum(c.late for c in g) / len(g):.0f} %"] if late else []))
+                  fmt_s(mean(c.t_total_s for c in g)), *late_cell)
     return t
 
 

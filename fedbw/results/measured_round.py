@@ -28,6 +28,7 @@ class RoundEvents:
     wall_time_s: float | None = None
     epsilon: float | None = None
     privacy: dict[str, Any] | None = None  #: the server's accounting context (round_end's ``privacy``)
+    late: list[int] = field(default_factory=list)  #: clients the server's round policy closed the round without
     finished: bool = False
 
     def clients_done(self) -> int:

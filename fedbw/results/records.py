@@ -148,7 +148,9 @@ class RoundRecord:
     round_interval_s: tuple[float, float] | None = None
     round_median_s: float | None = None
     late_clients: int = 0  #: sampled clients whose reply missed the close (``[round]``)
-    wasted_bytes_up: float = 0.0  #: their uplink bytes, sent and not used
+    #: their uplink bytes, sent and not used (None: not measured — emulate writes a round's records when the
+    #: server closes it, before the late uploads end)
+    wasted_bytes_up: float | None = 0.0
     #: fewer replies than ``round.min_replies`` by the close: the server kept the previous model
     abandoned: bool = False
 

@@ -61,7 +61,6 @@ def test_a_deadline_before_any_reply_abandons_the_round_and_records_every_client
 
 
 @pytest.mark.parametrize("keys, expected", [
-    ({"engine": "emulate"}, "run in the estimate and simulate engines so far, not in emulate"),
     ({"privacy": {"secagg": {"enabled": True}}}, "with SecAgg+ are not modelled yet"),
     ({"privacy": {"dp": {"enabled": True}}}, "with DP are not accounted yet"),
     ({"clients": {"total": 20, "per_round": 4, "sampling": "poisson"}}, "needs clients.sampling"),

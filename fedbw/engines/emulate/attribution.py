@@ -143,8 +143,13 @@ def match_messages(events: Sequence[Mapping[str, Any]], measures: Sequence[Any],
 
 def round_records(run_id: str, engine: str, round_index: int, times: Sequence[MessageTimes],
                   profile_of: Mapping[int, str], sampled: Sequence[int], dropped: Sequence[int],
-                  host: HostFactory | None = None, **round_fields: Any) -> tuple[list[ClientRoundRecord], RoundRecord]:
+                  host: HostFactory | None = None, late: Sequence[int] = (),
+                  **round_fields: Any) -> tuple[list[ClientRoundRecord], RoundRecord]:
     """Client and round records on the emulation's clock: each stage ends when the ServerApp has every reply.
+
+    ``late``: clients the ServerApp's round policy closed the training stage without (their replies were
+    never pulled: no message event, no stage record); the uplink they spent is not measured (their uploads
+    end after the round's records are written).
 
     The round's time is the server's whole round (``wall_time_s``: from configuring it to its end,
     pushes and aggregation included, as the deployment model counts it) when the apps logged it, else
@@ -163,9 +168,11 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
         rows = sorted(by_client.get(cid, []), key=lambda t: stages.index(t.stage))
         recs = [StageRecord(t.stage, t.bytes_down, t.bytes_up, t.t_down_s, t.t_compute_s, t.t_up_s, t.t_framework_s,
                             t_host_s=t.t_host_s) for t in rows if t.error is None]
-        is_dropped = cid in dropped or any(t.error for t in rows) or (cid in sampled and len(rows) < len(stages))
+        is_late = cid in late
+        is_dropped = not is_late and (cid in dropped or any(t.error for t in rows)
+                                      or (cid in sampled and len(rows) < len(stages)))
         clients.append(ClientRoundRecord(run_id, engine, round_index, cid, profile_of.get(cid, "?"), recs,
-                                         dropped=is_dropped))
+                                         dropped=is_dropped, late=is_late))
     stage_times: dict[str, float] = {}
     comm = compute = host_lost = 0.0
     framework_parts = dict.fromkeys(FRAMEWORK_PARTS, 0.0)
@@ -197,5 +204,6 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
         run_id=run_id, engine=engine, round=round_index, num_clients=len(clients), round_time_s=round_time,
         comm_time_s=comm, compute_time_s=compute, framework_time_s=max(0.0, round_time - comm - compute),
         stage_times_s=stage_times, bytes_down_total=sum(c.bytes_down for c in clients),
-        bytes_up_total=sum(c.bytes_up for c in clients), extra=extra, **round_fields)
+        bytes_up_total=sum(c.bytes_up for c in clients), extra=extra, late_clients=len(late),
+        wasted_bytes_up=None if late else 0.0, **round_fields)
     return clients, record

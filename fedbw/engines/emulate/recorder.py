@@ -63,9 +63,11 @@ class RoundRecorder:
                 t.t_host_s = stage_host_s(t.parts, t.bulk, self.starts.worst_s(t.client_id))
             clients, record = round_records(
                 self.run_id, ENGINE, rnd.round, times, self.profile_of, rnd.clients or [], self.dropped(),
+                late=rnd.late,
                 host=host_round_for(self.host, rnd.clients or []),
                 loss=rnd.loss, accuracy=rnd.accuracy, epsilon=rnd.epsilon, wall_time_s=rnd.wall_time_s,
                 privacy=privacy_round_from_event(rnd.privacy))
+            record.abandoned = record.replies < self.plan.config.round.min_replies
             extras = client_extras(rnd)
             for c in clients:
                 if (e := extras.get(c.client_id)) is not None:

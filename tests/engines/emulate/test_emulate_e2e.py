@@ -6,6 +6,7 @@ message and polls every 3 s), 41–56 s for the dropout run, 12–25 s for the C
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -195,3 +196,28 @@ def test_message_api_quickstart_gets_round_records_under_dilation(tmp_path: Path
     assert [r.host for r in on_disk] == [r.host for r in run.rounds]
     if not isinstance(root, str):
         assert {p.name for p in root.path.glob("fedbw-*")} == groups_before
+
+
+def test_over_selection_closes_the_round_on_the_serverapps_clock_and_records_the_late(tmp_path: Path) -> None:
+    """``[round]`` under emulate (issue 32.2): the ServerApp stops pulling once it holds enough replies, the
+    clients it did not wait for are recorded late (not dropped), and the round is not held by them."""
+    before = _workdirs()
+    slow = [{"client": 0, "down_mbps": 0.5}, {"client": 1, "down_mbps": 0.5}]  # 0.55 MB down: ≈ 9 s
+    cfg = config_from_dict({
+        "name": "e2e-policy", "engine": "emulate", "output_dir": str(tmp_path), "model": {"name": "small-cnn"},
+        "clients": {"total": 4, "per_round": 2, "compute": "synthetic"}, "training": {"rounds": 2},
+        "network": {"profile": "home-80", "overrides": slow}, "round": {"over_select": 2.0},
+    })
+    result = run_experiment(cfg)
+    _assert_clean(before)
+    clients, rounds = load_records(result.run_dir)
+    events = [json.loads(line) for line in (Path(result.run_dir) / "events.jsonl").read_text().splitlines()]
+    late_events = {e["round"]: e["clients"] for e in events if e["event"] == "late"}
+    assert late_events, "the slow downloads never missed a close"
+    for rnd in rounds:
+        late = sorted(c.client_id for c in clients if c.round == rnd.round and c.late)
+        assert late == late_events.get(rnd.round, []) and set(late) <= {0, 1}
+        assert rnd.num_clients == 4 and rnd.replies == 4 - len(late) and rnd.late_clients == len(late)
+        assert not any(c.dropped for c in clients if c.round == rnd.round)
+        if late:
+            assert rnd.round_time_s < 9.0  # closed before the slow downloads ended
