@@ -10,10 +10,16 @@ Per model and policy: the mean round with its mean 80 % interval, updates used o
 the share of sampled clients that were late, their wasted uplink per round, and the hours 1,000 rounds take.
 The deadline is set per model to about a home-30 client's exchange (the small CNN: 8 s, ResNet-18: 35 s).
 
-Writes benchmarks/results/round-policies.json (made_by: the model's version and the calibration), which
-docs/population.md's table is generated from.
+``--engines`` adds the check across engines (issue 32.5): one over-selection config (4 of 4 clients sampled
+for 2 per round on home-80, clients 0 and 1 downloading at 0.5 Mbps, the small CNN with synthetic compute,
+3 rounds) run in estimate, simulate and emulate (undilated, real sockets through the shaper). Per engine and
+round: the clients it called late and the round time. The engines share the closing rule's idea, not its
+code: emulate's ServerApp stops pulling on its own clock; estimate and simulate lay the rule on the model.
 
-Usage: .venv/bin/python benchmarks/round_policies.py
+Writes benchmarks/results/round-policies.json (made_by: the model's version and the calibration), which
+docs/population.md's tables are generated from.
+
+Usage: .venv/bin/python benchmarks/round_policies.py [--engines]
 """
 
 from __future__ import annotations
@@ -69,9 +75,40 @@ def row(model: str, name: str, keys: dict[str, Any]) -> dict[str, Any]:
             "hours_per_1000_rounds": mean_round * 1000 / 3600}
 
 
+SLOW = [{"client": 0, "down_mbps": 0.5}, {"client": 1, "down_mbps": 0.5}]
+
+
+def engines_check() -> list[dict[str, Any]]:
+    """The same over-selection config in every engine: who was late in each round, and the round's time."""
+    import tempfile
+
+    from fedbw.config import config_from_dict
+    from fedbw.runner import run_experiment
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="fedbw-round-policies-") as tmp:
+        for engine in ("estimate", "simulate", "emulate"):
+            cfg = config_from_dict({"name": f"policy-{engine}", "engine": engine, "seed": 0, "output_dir": tmp,
+                                    "model": {"name": "small-cnn"},
+                                    "clients": {"total": 4, "per_round": 2, "compute": "synthetic"},
+                                    "training": {"rounds": 3}, "network": {"profile": "home-80", "overrides": SLOW},
+                                    "round": {"over_select": 2.0}})
+            res = run_experiment(cfg)
+            for r in res.rounds:
+                out.append({"engine": engine, "round": r.round, "round_time_s": r.round_time_s,
+                            "round_interval_s": r.round_interval_s, "sampled": r.num_clients,
+                            "late": sorted(c.client_id for c in res.clients if c.round == r.round and c.late)})
+    return out
+
+
 def main() -> None:
+    import argparse
+
     from fedbw.calibration.file import load_costs, model_stamp
 
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engines", action="store_true", help="also run the check across engines (about 2 min)")
+    args = ap.parse_args()
     t0 = time.perf_counter()
     rows = [row(model, name, keys) for model, deadline in MODELS.items()
             for name, keys in policies(deadline).items()]
@@ -86,7 +123,14 @@ def main() -> None:
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "command": ".venv/bin/python benchmarks/round_policies.py", "population": MIX, "clients_total": 100,
             "per_round": 10, "rounds": ROUNDS, "engine": "estimate", "made_by": model_stamp(load_costs(None)),
-            "rows": rows, "wall_s": time.perf_counter() - t0}
+            "rows": rows}
+    if args.engines:
+        data["engines"] = {"date": data["date"], "made_by": data["made_by"], "rows": engines_check()}
+        for e in data["engines"]["rows"]:
+            print(f"{e['engine']:9s} round {e['round']}: {e['round_time_s']:6.2f} s, late {e['late']}")
+    elif OUT.is_file():  # keep the last check across engines (it is stamped with its own date)
+        data["engines"] = json.loads(OUT.read_text(encoding="utf-8")).get("engines")
+    data["wall_s"] = time.perf_counter() - t0
     OUT.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")
 

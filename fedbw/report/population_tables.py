@@ -26,3 +26,26 @@ def round_policies_markdown(data: dict[str, Any]) -> str:
               f"rounds of the {data['engine']} engine with Flower's deployment costs; round = the mean round, "
               f"in brackets the mean 10th–90th percentile; used / sampled = updates the server aggregated of the "
               f"clients it sampled, per round. `{data['command']}`, {data['date']} on {data['machine']}.\n")
+
+
+@result_table("population.engines", "round-policies.json", POLICIES_CMD + " --engines", needs="engines", model=True)
+def round_policy_engines_markdown(data: dict[str, Any]) -> str:
+    """The check across engines: per round, each engine's late clients and round time, and whether the three
+    engines called the same clients late."""
+    check = data["engines"]
+    by = {(e["engine"], e["round"]): e for e in check["rows"]}
+    engines = list(dict.fromkeys(e["engine"] for e in check["rows"]))
+    rounds = sorted({e["round"] for e in check["rows"]})
+    rows = []
+    same = 0
+    for r in rounds:
+        cells = [by.get((g, r)) for g in engines]
+        lates = {tuple(c["late"]) for c in cells if c is not None}
+        same += len(lates) == 1 and all(c is not None for c in cells)
+        rows.append([str(r), *(("-" if c is None else f"{fmt_s_interval(c['round_time_s'], c['round_interval_s'])}, "
+                                f"late {', '.join(map(str, c['late'])) or 'none'}") for c in cells)])
+    return (md_table(["round", *engines], rows)
+            + f"\nThe same clients late in every engine in {same} of {len(rounds)} rounds. 4 clients sampled for 2 per "
+              f"round (over_select = 2), clients 0 and 1 downloading at 0.5 Mbps, the rest on home-80; the small "
+              f"CNN with synthetic compute. emulate: undilated, real sockets through the shaper; its ServerApp "
+              f"stops pulling on its own clock. `{POLICIES_CMD} --engines`, {check['date']}.\n")

@@ -127,3 +127,15 @@ def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Pa
         V.current_freeze(V.read_log(), new=True)
     text = validation_markdown(V.summarize(V.read_log()))
     assert "**Validation 1** of not the current model" in text and "**Validation 2** of the current model" in text
+
+
+def test_the_trials_gap_is_the_spread_of_their_means_over_the_pooled_mean() -> None:
+    from fedbw.report.validation_table import _repeatability, trial_gap
+
+    row = {"trials": 2, "emulate_steady_rounds_s": [10.0, 10.0, 11.0, 11.0]}  # trial means 10 and 11
+    assert trial_gap(row) == pytest.approx(1.0 / 10.5)
+    assert trial_gap({"trials": 2, "emulate_steady_rounds_s": [10.0, 11.0, 12.0]}) is None  # uneven
+    assert trial_gap({"trials": 1, "emulate_steady_rounds_s": [10.0]}) is None
+    same = {"trials": 2, "emulate_steady_rounds_s": [9.0, 9.0, 9.0, 9.0]}
+    text = _repeatability([row, same, row], 0.05)
+    assert "a median 9.5 % apart (largest 9.5 %); in 2 of 3 rows further apart than the 5 %" in text
