@@ -1,13 +1,18 @@
 """Scale, measured: simulate with synthetic compute at 1,000 and 5,000 clients per round, sampled from
 10,000, and the estimate engine at 100,000 clients per round.
 
-    .venv/bin/python benchmarks/scale.py [sim1000] [sim5000] [estimate]
+    .venv/bin/python benchmarks/scale.py [sim1000] [sim5000] [estimate] [setup]
 
 * sim1000     — 1,000 of 10,000 clients per round, synthetic compute (mlp), 3 rounds; beside it the same
                 run with fedbw's measurement off (Flower's apps bare), so fedbw's own share is a
                 difference measured side by side.
 * sim5000     — 5,000 of 10,000 clients per round, 2 rounds (fedbw only: a bare twin would double a
                 run of several minutes on 2 cores).
+* setup       — what a simulate run costs besides its rounds (issue 32.6): 10 clients per round from populations
+                of 10,000 and 100,000, 2 rounds, synthetic compute: the run's whole wall time, its rounds'
+                wall time, and the rest (Ray's start, the Simulation Engine registering every node, the first
+                round's actors, tear-down). At 10,000 also the same run the way fedbw did it before: the
+                ServerApp asking every node for its partition id (``FEDBW_SIMULATE_ASK_NODES=1``), side by side.
 * estimate    — the estimate engine at 1,000, 10,000 and 100,000 clients per round (twice the clients
                 in total): wall and CPU time of the plan and of the engine, each, and of writing the
                 run's records.jsonl.
@@ -122,17 +127,17 @@ class StackSampler(threading.Thread):
                 "wall_s": self.wall_s}
 
 
-def simulate_once(per_round: int, rounds: int, measure: bool) -> dict[str, Any]:
+def simulate_once(per_round: int, rounds: int, measure: bool, total: int = TOTAL) -> dict[str, Any]:
     from fedbw.results.rundir import new_run_dir
 
-    cfg = sim_config(per_round, rounds)
+    cfg = sim_config(per_round, rounds, total)
     run_dir, load0 = new_run_dir(cfg, "simulate"), os.getloadavg()[0]
     with StackSampler() as sampler, RecordWriter(run_dir / "records.jsonl") as writer:
         result = run_simulate(build_plan(cfg), run_dir.name, writer, measure=measure)
     stack = sampler.summary()
     walls = [r.wall_time_s for r in result.rounds]
     steady = statistics.median(walls[1:] or walls)
-    return {"measure": measure, "clients_per_round": per_round, "clients_total": TOTAL, "rounds": len(walls),
+    return {"measure": measure, "clients_per_round": per_round, "clients_total": total, "rounds": len(walls),
             "round_wall_s": walls, "steady_round_wall_s": steady, "ms_per_client": 1000 * steady / per_round,
             "total_wall_s": stack.pop("wall_s"), "load_average": [load0, os.getloadavg()[0]], **stack}
 
@@ -143,6 +148,32 @@ def sim_case(per_round: int, rounds: int, bare: bool) -> dict[str, Any]:
         out["bare"] = simulate_once(per_round, rounds, measure=False)
         out["fedbw_share"] = 1 - out["bare"]["steady_round_wall_s"] / out["fedbw"]["steady_round_wall_s"]
     _say(per_round, out)
+    return out
+
+
+def setup_case(populations: tuple[int, ...] = (10_000, 100_000), per_round: int = 10) -> dict[str, Any]:
+    """A simulate run's time outside its rounds, per population; at the first, also with the hello query."""
+    out: dict[str, Any] = {"clients_per_round": per_round, "runs": []}
+
+    def once(total: int, ask_nodes: bool) -> None:
+        os.environ["FEDBW_SIMULATE_ASK_NODES"] = "1" if ask_nodes else "0"
+        try:
+            r = simulate_once(per_round, 2, measure=True, total=total)
+        finally:
+            os.environ.pop("FEDBW_SIMULATE_ASK_NODES", None)
+        rounds_s = sum(r["round_wall_s"])
+        row = {"clients_total": total, "ask_nodes": ask_nodes, "total_wall_s": r["total_wall_s"],
+               "rounds_wall_s": rounds_s, "outside_rounds_s": r["total_wall_s"] - rounds_s,
+               "peak_rss_bytes": r["peak_rss_bytes"], "cpu_s": r["cpu_s"]}
+        out["runs"].append(row)
+        print(f"simulate {total:,} clients ({'asking every node' if ask_nodes else 'node map from the engine'}): "
+              f"{row['total_wall_s']:.1f} s in all, {rounds_s:.1f} s in rounds, {row['outside_rounds_s']:.1f} s "
+              f"outside them, peak RSS {row['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
+
+    for i, total in enumerate(populations):
+        once(total, ask_nodes=False)
+        if i == 0:
+            once(total, ask_nodes=True)
     return out
 
 
@@ -206,16 +237,18 @@ def machine() -> str:
 
 
 def main(argv: list[str]) -> None:
-    wanted = argv or ["sim1000", "sim5000", "estimate"]
-    unknown = set(wanted) - {"sim1000", "sim5000", "estimate"}
+    wanted = argv or ["sim1000", "sim5000", "estimate", "setup"]
+    unknown = set(wanted) - {"sim1000", "sim5000", "estimate", "setup"}
     if unknown:
-        sys.exit(f"unknown case(s) {sorted(unknown)}; choose from sim1000, sim5000, estimate")
+        sys.exit(f"unknown case(s) {sorted(unknown)}; choose from sim1000, sim5000, estimate, setup")
     data = json.loads(RESULT.read_text()) if RESULT.exists() else {}
     for case in wanted:
         if case == "sim1000":
             data["sim1000"] = sim_case(1000, 3, bare=True)
         elif case == "sim5000":
             data["sim5000"] = sim_case(5000, 2, bare=False)
+        elif case == "setup":
+            data["setup"] = setup_case()
         else:
             data["estimate"] = estimate_case()
         data[case]["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

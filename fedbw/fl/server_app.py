@@ -28,6 +28,7 @@ from flwr.serverapp import Grid, ServerApp
 from fedbw.errors import RunError
 from fedbw.files.versioned import EVENTS
 from fedbw.fl.events import END, ERROR, NODES, START, EventLog
+from fedbw.fl import node_map
 from fedbw.fl.measure import MeasuringGrid
 from fedbw.fl.settings import AppSettings, settings_for
 from fedbw.fl.strategy import NODE_WAIT_S, BudgetExhausted, PlanFedAvg, RoundState, centralized_evaluator
@@ -59,12 +60,16 @@ def initial_parameters(settings: AppSettings):
 
 
 def discover_clients(grid: Grid, total: int, timeout_s: float = NODE_WAIT_S) -> dict[int, int]:
-    """fedbw client id → Flower node id, asking each node for its ``partition-id``."""
+    """fedbw client id → Flower node id: from the Simulation Engine's own registration when it made the nodes
+    (:mod:`fedbw.fl.node_map`), else asking each node for its ``partition-id``."""
     deadline = time.monotonic() + timeout_s
     while len(node_ids := list(grid.get_node_ids())) < total:
         if time.monotonic() > deadline:
             raise RunError(f"only {len(node_ids)} of {total} SuperNodes connected within {timeout_s:.0f} s")
         time.sleep(0.5)
+    known = node_map.client_nodes(timeout_s=max(0.0, deadline - time.monotonic()))
+    if known is not None and sorted(known) == list(range(total)) and set(known.values()) <= set(node_ids):
+        return known
     content = getpropertiesins_to_recorddict(GetPropertiesIns({}))
     msgs = [Message(content=content, dst_node_id=nid, message_type=HELLO_TYPE, group_id="0") for nid in node_ids]
     replies = list(grid.send_and_receive(msgs, timeout=timeout_s))

@@ -93,3 +93,18 @@ def _estimate_verdict(rows: list[dict[str, Any]]) -> str:
     verdict = "met" if wall < limit else "not met"
     return (f"**Target** ({n:,} clients per round, plan + engine < {limit:g} s): {verdict} — {fmt_s(wall)} wall, "
             f"{fmt_s(cpu)} CPU, at load {at[0]['load_average']:.1f}.\n")
+
+
+@result_table("simulate.setup", "scale.json", SCALE_CMD + " setup", needs="setup")
+def simulate_setup_markdown(data: dict[str, Any]) -> str:
+    """What a simulate run costs besides its rounds, per population (wall time only: the model plays no
+    part), and at 10,000 the same run the way fedbw did it before, asking every node for its partition id."""
+    c = data["setup"]
+    rows = [[f"{r['clients_total']:,}", "asking every node (before)" if r["ask_nodes"] else "the engine's own map",
+             fmt_s(r["total_wall_s"]), fmt_s(r["rounds_wall_s"]), fmt_s(r["outside_rounds_s"]),
+             _gib(r["peak_rss_bytes"])] for r in c["runs"]]
+    return (md_table(["clients in all", "node ↔ client", "run (wall)", "its rounds", "outside the rounds",
+                      "peak RSS GiB"], rows, right={2, 3, 4, 5})
+            + f"\n{c['clients_per_round']} clients per round, 2 rounds, synthetic compute (mlp); outside the rounds: "
+              f"Ray's start, the Simulation Engine registering every node, the first round's actors, tear-down. "
+              f"Measured {c['date']} on {c['machine']}.\n")

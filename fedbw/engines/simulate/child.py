@@ -30,6 +30,11 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+#: "1": the ServerApp asks every node for its partition id, as fedbw did before it took the Simulation
+#: Engine's own mapping (benchmarks/scale.py's ``setup`` case measures both side by side)
+ASK_NODES_ENV = "FEDBW_SIMULATE_ASK_NODES"
+
+
 def actor_count(synthetic: bool = False) -> int:
     if (v := os.environ.get(ACTORS_ENV)):
         return max(1, int(v))
@@ -100,9 +105,12 @@ def _simulate(plan_path: str) -> None:
 
     from flwr.simulation import run_simulation
 
+    from fedbw.fl import node_map
     from fedbw.fl.client_app import app as client_app
     from fedbw.fl.server_app import app as server_app
 
+    if os.environ.get(ASK_NODES_ENV) != "1":  # the ServerApp learns node ↔ client from the engine
+        node_map.install()
     run_simulation(server_app=server_app, client_app=client_app,
                    num_supernodes=settings.config.clients.total,
                    backend_config=backend_config(settings.device, settings.plan.model.float32_bytes, actors,
@@ -127,9 +135,12 @@ def _simulate_on_cluster(plan_path: str, settings) -> None:
 
         from flwr.simulation import run_simulation
 
+        from fedbw.fl import node_map
         from fedbw.fl.client_app import app as client_app
         from fedbw.fl.server_app import app as server_app
 
+        if os.environ.get(ASK_NODES_ENV) != "1":
+            node_map.install()
         run_simulation(server_app=server_app, client_app=cluster.placed(client_app, log),
                        num_supernodes=settings.config.clients.total,
                        backend_config={"client_resources": resources})
