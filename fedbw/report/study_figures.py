@@ -160,7 +160,7 @@ def plot_accuracy(view: StudyView, path: Path, metadata: dict[str, str] | None =
     rows = [r for r in view.rows if r.profile == first]
     groups = list(dict.fromkeys(tuple(r.cell.get(k) for k in others) for r in rows))
     kinds = list(dict.fromkeys(r.variant_kind for r in rows))
-    fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 3.8), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(groups), figsize=(6.4 * len(groups), 4.2), squeeze=False, sharey=True)
     cmap = plt.get_cmap("tab10")
     for gi, group in enumerate(groups):
         ax = axes[0][gi]
@@ -171,13 +171,14 @@ def plot_accuracy(view: StudyView, path: Path, metadata: dict[str, str] | None =
             ax.plot(xs, ys, "-o", color=cmap(ki), ms=4, label=kind)
             for r, x, y in zip(line, xs, ys):
                 if r.epsilon is not None:
-                    ax.annotate(f"ε {r.epsilon:.3g}", (x, y), textcoords="offset points", xytext=(3, -10),
-                                fontsize="x-small", color=cmap(ki))
+                    ax.annotate(f"ε {r.epsilon:.3g}", (x, y), textcoords="offset points",
+                                xytext=(4, -12 - 10 * ki), fontsize="x-small", color=cmap(ki))  # one line each
         if max(grid[x_key]) / max(min(grid[x_key]), 1e-12) >= 10:
             ax.set_xscale("log")
         ax.set_xticks(grid[x_key], [f"{v:g}" for v in grid[x_key]])
         ax.minorticks_off()
         ax.set_xlabel(x_key)
+        ax.margins(x=0.12, y=0.12)  # room for the last point's ε and the lowest one's
         if group:
             ax.set_title(", ".join(str(v) for v in group), fontsize="small")
     axes[0][0].set_ylabel("accuracy after the last round")
