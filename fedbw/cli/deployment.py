@@ -88,6 +88,16 @@ def simulate(app_dir: Path = typer.Option(..., "--app", help="a Flower app direc
     render_app_simulation(out, result)
 
 
+def traced_routes(routes: list[Any], trace: Any, until_s: float) -> list[Any]:
+    """Every route's link replaying ``trace`` (a :class:`fedbw.traces.RateTrace`) in each direction, looped
+    until ``until_s`` (the shaper then holds the last rate); latency and jitter stay the link's, and its
+    own rates apply only before the trace's first step."""
+    from dataclasses import replace
+
+    up, down = trace.steps("up", until_s), trace.steps("down", until_s)
+    return [replace(r, link=replace(r.link, up_trace=up, down_trace=down)) for r in routes]
+
+
 @app.command()
 @friendly
 def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
@@ -105,15 +115,30 @@ def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
                                                   help="listen on a non-loopback address"),
           server_link: Optional[str] = typer.Option(None, "--server-link",
                                                     help="the upstream's own link, shared by every client "
-                                                         "(`fedbw profiles`: server links)")) -> None:
+                                                         "(`fedbw profiles`: server links)"),
+          trace: Optional[Path] = typer.Option(None, "--trace", help="a link-rate trace (CSV: both directions; "
+                                                                      "mahimahi: the uplink) every client's link "
+                                                                      "replays, looping (docs/traces.md)"),
+          trace_down: Optional[Path] = typer.Option(None, "--trace-down", help="a mahimahi trace for the downlink "
+                                                                                "(with a mahimahi --trace)"),
+          trace_hours: float = typer.Option(6.0, "--trace-hours", min=0.01,
+                                            help="loop the trace this long, then hold its last rate")) -> None:
     """Shape real TCP links in front of any service: one port per client, rate/latency/jitter each way."""
     from fedbw.links import profile_link
     from fedbw.shaper import run_shaper_blocking
     from fedbw.shaper.cli_support import describe_routes, describe_totals, routes_from_options
 
+    if trace_down is not None and trace is None:
+        from fedbw.errors import ConfigError
+
+        raise ConfigError("--trace-down pairs with a mahimahi --trace (the uplink); give --trace too")
     routes = routes_from_options(listen=listen, upstream=upstream, profile=profile, profile_lookup=lambda name: profile_link(name).shaper_spec(),
                                  clients=clients, map_file=map_file, up_mbps=up_mbps, down_mbps=down_mbps,
                                  rtt_ms=rtt_ms, jitter_ms=jitter_ms)
+    if trace is not None:
+        from fedbw.traces import load_trace
+
+        routes = traced_routes(routes, load_trace(trace, trace_down), trace_hours * 3600)
 
     def ready(shaper: Any) -> None:
         for line in describe_routes(routes, shaper.ports):
