@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from fedbw.report import plots
+from fedbw.report.round_policy import late_caption
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.report.terminal import COMPARISON_CAPTION, comparison_rows
 
@@ -336,11 +337,14 @@ def _table(runs: Sequence["ComparedRun"], target: float | None) -> str:
 
 def _rounds_details(r: "ComparedRun") -> str:
     host = any(x.host is not None for x in r.rounds)
-    cols = ["round", "clients", "round time [80 %]" if any(x.round_interval_s for x in r.rounds) else "round time",
+    late = any(x.late_clients for x in r.rounds)
+    cols = ["round", "used/sampled" if late else "clients",
+            "round time [80 %]" if any(x.round_interval_s for x in r.rounds) else "round time",
             "comm", "compute", "framework", "up total", "down total", "accuracy", "ε"] + (["host"] if host else [])
     rows = []
     for x in r.rounds:
-        cells = [str(x.round), str(x.num_clients), fmt_s_interval(x.round_time_s, x.round_interval_s),
+        used = f"{x.replies}/{x.num_clients}" + (" abandoned" if x.abandoned else "") if late else str(x.num_clients)
+        cells = [str(x.round), used, fmt_s_interval(x.round_time_s, x.round_interval_s),
                  f"{100 * x.comm_fraction:.0f} %" + (" ▲" if x.bandwidth_bound else ""), fmt_s(x.compute_time_s),
                  fmt_s(x.framework_time_s), fmt_bytes(x.bytes_up_total), fmt_bytes(x.bytes_down_total),
                  "-" if x.accuracy is None else f"{100 * x.accuracy:.1f} %",
@@ -348,8 +352,10 @@ def _rounds_details(r: "ComparedRun") -> str:
         if host:
             cells.append("-" if x.host is None else f"{100 * x.host.share:.0f} %" + (" ◆" if x.host.bound else ""))
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    caption = f'<p class="caption">{_e(late_caption(r.rounds))}.</p>' if late else ""
     return (f"<details><summary>{_e(r.label)}: {len(r.rounds)} rounds</summary><div class=\"scroll\"><table><tr>"
-            + "".join(f"<th>{_e(c)}</th>" for c in cols) + "</tr>" + "".join(rows) + "</table></div></details>")
+            + "".join(f"<th>{_e(c)}</th>" for c in cols) + "</tr>" + "".join(rows) + "</table></div>" + caption
+            + "</details>")
 
 
 def _data_uri(path: Path) -> str:

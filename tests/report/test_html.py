@@ -141,3 +141,20 @@ def test_compare_json_has_time_to_target_and_fabric_ratios(tmp_path, make_run, t
     nv = fabrics["nvlink4"]
     assert nv["fl_round_over_allreduce"] == pytest.approx(data[0]["mean_round_time_s"] / nv["allreduce_s"])
     assert fabrics["eth-10g"]["allreduce_s"] > nv["allreduce_s"]
+
+
+def test_a_round_policy_run_shows_used_of_sampled_and_its_late_uplink(tmp_path):
+    """A run with ``[round]`` over-selection: its rounds table says updates used of clients sampled, and the
+    late replies' wasted uplink, in the terminal and in report.html."""
+    from fedbw.config import load_config
+    from fedbw.runner import run_experiment
+
+    cfg = load_config(QUICKSTART, [f'output_dir="{tmp_path}"', 'engine="estimate"', 'model.name="resnet18"',
+                                   'network.mix=[{profile="home-80", share=3}, {profile="mobile-4g", share=1}]',
+                                   "training.rounds=2", "round.over_select=1.5"])
+    res = run_experiment(cfg)
+    assert sum(r.late_clients for r in res.rounds) > 0
+    out = runner.invoke(app, ["report", str(res.run_dir)])
+    assert out.exit_code == 0, out.output
+    page = (Path(res.run_dir) / "report.html").read_text(encoding="utf-8")
+    assert "used/sampled" in page and "late repl" in page and "of uplink" in page
