@@ -119,5 +119,6 @@ class ExperimentConfig(Section):
         if self.privacy.dp.enabled:
             raise ValueError("round.deadline_s and round.over_select with DP are not accounted yet (ε of the "
                              "cohort that counted); turn one of them off")
-        if c.sampling == "poisson" and r.over_select > 1.0:
-            raise ValueError("round.over_select needs clients.sampling = \"fixed\" (a Poisson cohort varies)")
+        if r.over_select > 1.0 and self.sampler().cohort_varies:
+            raise ValueError(f"round.over_select needs a fixed-size cohort; clients.sampling = {c.sampling!r} draws "
+                             f"a cohort that varies from round to round")
