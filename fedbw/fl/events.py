@@ -19,8 +19,9 @@ from typing import Any
 #: Event names (the ``event`` field).
 START, NODES, ROUND_START, MESSAGE, EVAL, ROUND_END, END, ERROR = (
     "start", "nodes", "round_start", "message", "eval", "round_end", "end", "error")
-#: simulate with a round policy (``[round]``): the clients whose replies the ServerApp left out, as its
-#: virtual clock decided (fedbw.fl.virtual_clock); the engine's records must call the same clients late.
+#: a round policy (``[round]``): the clients whose replies the ServerApp left out — under simulate as its
+#: virtual clock decided (fedbw.fl.virtual_clock), under emulate those it had not pulled when it closed the
+#: stage; the engine's records call the same clients late.
 LATE = "late"
 #: ``round_end`` field (DP or SecAgg+ runs only): what the server saw of the round's privacy — sampling,
 #: adjacency, δ, the cohort it aggregated, the noise multiplier accounted, SecAgg+'s clipped and wrapped

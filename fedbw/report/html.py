@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from fedbw.report import plots
-from fedbw.report.round_policy import late_caption
+from fedbw.report.round_policy import late_caption, used_cell
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.report.terminal import COMPARISON_CAPTION, comparison_rows
 
@@ -343,8 +343,7 @@ def _rounds_details(r: "ComparedRun") -> str:
             "comm", "compute", "framework", "up total", "down total", "accuracy", "ε"] + (["host"] if host else [])
     rows = []
     for x in r.rounds:
-        used = f"{x.replies}/{x.num_clients}" + (" abandoned" if x.abandoned else "") if late else str(x.num_clients)
-        cells = [str(x.round), used, fmt_s_interval(x.round_time_s, x.round_interval_s),
+        cells = [str(x.round), used_cell(x, late), fmt_s_interval(x.round_time_s, x.round_interval_s),
                  f"{100 * x.comm_fraction:.0f} %" + (" ▲" if x.bandwidth_bound else ""), fmt_s(x.compute_time_s),
                  fmt_s(x.framework_time_s), fmt_bytes(x.bytes_up_total), fmt_bytes(x.bytes_down_total),
                  "-" if x.accuracy is None else f"{100 * x.accuracy:.1f} %",

@@ -45,7 +45,9 @@ def round_policy_engines_markdown(data: dict[str, Any]) -> str:
         rows.append([str(r), *(("-" if c is None else f"{fmt_s_interval(c['round_time_s'], c['round_interval_s'])}, "
                                 f"late {', '.join(map(str, c['late'])) or 'none'}") for c in cells)])
     return (md_table(["round", *engines], rows)
-            + f"\nThe same clients late in every engine in {same} of {len(rounds)} rounds. 4 clients sampled for 2 per "
+            + f"\nThe same clients late in every engine in {same} of {len(rounds)} rounds. estimate and simulate "
+              f"share the closing rule's code (fedbw/netmodel/close.py), so their agreement is consistency; emulate "
+              f"shares none of it, and its column is the check. 4 clients sampled for 2 per "
               f"round (over_select = 2), clients 0 and 1 downloading at 0.5 Mbps, the rest on home-80; the small "
               f"CNN with synthetic compute. emulate: undilated, real sockets through the shaper; its ServerApp "
               f"stops pulling on its own clock. `{POLICIES_CMD} --engines`, {check['date']}.\n")

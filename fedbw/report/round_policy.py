@@ -8,6 +8,14 @@ from fedbw.report.format import fmt_bytes
 from fedbw.results.records import RoundRecord
 
 
+def used_cell(r: RoundRecord, late: bool) -> str:
+    """A round's clients cell: updates used of clients sampled (and "abandoned") when the run had late
+    replies, else the clients sampled."""
+    if not late:
+        return str(r.num_clients)
+    return f"{r.replies}/{r.num_clients}" + (" abandoned" if r.abandoned else "")
+
+
 def late_caption(rounds: Sequence[RoundRecord]) -> str:
     """What the round policy (``[round]``) cost: late replies and the uplink bytes they wasted."""
     late = sum(r.late_clients for r in rounds)

@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from fedbw.report.round_policy import late_caption
+from fedbw.report.round_policy import late_caption, used_cell
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.results.records import ClientRoundRecord, RoundRecord
 
@@ -361,8 +361,7 @@ def rounds_table(rounds: Sequence[RoundRecord], title: str) -> FitTable:
                                     "accuracy", *(["host"] if host else [])),
                  caption="\n".join(captions) or None, left_out=RUN_LEFT_OUT)
     for r in rounds:
-        used = f"{r.replies}/{r.num_clients}" + (" abandoned" if r.abandoned else "") if late else str(r.num_clients)
-        t.add_row(str(r.round), used, fmt_s_interval(r.round_time_s, r.round_interval_s),
+        t.add_row(str(r.round), used_cell(r, late), fmt_s_interval(r.round_time_s, r.round_interval_s),
                   fmt_frac(r.comm_fraction, r.bandwidth_bound),
                   fmt_s(r.comm_time_s), fmt_s(r.compute_time_s), fmt_s(r.framework_time_s),
                   fmt_bytes(r.bytes_up_total), fmt_bytes(r.bytes_down_total),
