@@ -122,7 +122,7 @@ async def _half_open(port: int, n: int) -> list[asyncio.StreamWriter]:
     return writers
 
 
-#: Why rapid connects failed before their one retry (errno names): printed by the attackers' process.
+#: Why rapid connects failed (errno names): printed by the attackers' process.
 RAPID_ERRORS: dict[str, int] = {}
 
 
@@ -143,16 +143,14 @@ async def _connect_once(port: int, reset: bool) -> bool:
 
 
 async def _rapid(port: int, n: int) -> int:
-    """``n`` connects, one after another, half of them reset; a connect the kernel refuses (its queues full on a
-    loaded host: seen once in 2 full-suite runs, 41 of 1,000) is retried once after 50 ms, as any client
-    would. Counted: connects that got through, on the first try or the retry."""
+    """``n`` connects, one after another, half of them reset. Counted: connects that got through.
+
+    No retry: the refusals CI saw (28 of 1,000, 41 in a local run) were connects made after the test had
+    stopped the shaper, on a host slow enough that the attack outlasted the victim's upload; the test now
+    keeps the shaper up until the attackers report, so a refusal is the shaper's."""
     done = 0
     for i in range(n):
-        if await _connect_once(port, bool(i % 2)):
-            done += 1
-        else:
-            await asyncio.sleep(0.05)
-            done += await _connect_once(port, bool(i % 2))
+        done += await _connect_once(port, bool(i % 2))
         if i % 50 == 0:
             await asyncio.sleep(0)
     return done
@@ -187,7 +185,7 @@ def attacker_main() -> None:
         print(up.port, flush=True)
         ports = json.loads(await asyncio.to_thread(sys.stdin.readline))
         done = await _attack(ports, seconds)
-        print(f"RAPID_ERRORS {json.dumps(RAPID_ERRORS)}", flush=True)  # before a retry, for the failure message
+        print(f"RAPID_ERRORS {json.dumps(RAPID_ERRORS)}", flush=True)  # for the failure message
         print(f"RAPID {done}", flush=True)
 
     asyncio.run(main())
@@ -221,7 +219,7 @@ def test_hostile_clients_do_not_disturb_other_links(tmp_path: Path, reliability)
         assert first.strip().isdigit(), f"the attackers' process did not start: {first}{attacker.stdout.read()[-3000:]}"
         attack_upstream = int(first)
 
-        async def main() -> tuple[list[tuple[float, int]], list[tuple[float, int]], float, list[list]]:
+        async def main() -> tuple[list[tuple[float, int]], list[tuple[float, int]], float, list[list], str]:
             up = _Upstream()
             await up.start()
             link = LinkSpec(VICTIM_MBPS, VICTIM_MBPS)
@@ -247,15 +245,17 @@ def test_hostile_clients_do_not_disturb_other_links(tmp_path: Path, reliability)
                 starts.append(t0)
                 await _send_for(ports["victim"], seconds, b"VICTM")
                 rss1 = proc.memory_info().rss
+                # the shaper stays up until the attackers are done: on a slow host their 1,000 connects
+                # can outlast the victim's upload, and a connect after the shaper stopped is refused
+                said = (await asyncio.to_thread(attacker.communicate, timeout=60))[0]
                 sup.check()  # the shaper is still up
                 up.server.close()
             assert len(up.conns) == 2, f"{len(up.conns)} victim connections, expected alone's and under attack's"
             # each connection's arrivals from just before it connected (its link idle till then)
             per_conn = [[(t - start, n) for t, n in conn] for start, conn in zip(starts, up.conns)]
-            return alone, [(t - t0, n) for t, n in up.victim], (rss1 - rss0) / 2**20, per_conn
+            return alone, [(t - t0, n) for t, n in up.victim], (rss1 - rss0) / 2**20, per_conn, said
 
-        alone, victim, growth_mib, per_conn = asyncio.run(main())
-        said = attacker.communicate(timeout=60)[0]
+        alone, victim, growth_mib, per_conn, said = asyncio.run(main())
         found = re.search(r"^RAPID (\d+)$", said, re.M)
         assert attacker.returncode == 0 and found, f"the attackers' process failed:\n{said[-3000:]}"
         rapid_done = int(found.group(1))
@@ -273,7 +273,7 @@ def test_hostile_clients_do_not_disturb_other_links(tmp_path: Path, reliability)
                         shaper_rss_growth_mib=round(growth_mib, 1), rapid_connects=rapid_done,
                         host_load_1m=round(os.getloadavg()[0], 1))
     assert rapid_done == RAPID_CONNECTS, (f"only {rapid_done} of {RAPID_CONNECTS} rapid connects were served "
-                                          f"(first tries refused: {said_errors(said)})")
+                                          f"(refused: {said_errors(said)})")
     assert growth_mib <= RSS_GROWTH_BOUND_MIB, f"the shaper grew by {growth_mib:.1f} MiB"
     link_bytes_per_s = VICTIM_MBPS * 1e6 / 8
     for name, samples in zip(("alone", "under attack"), per_conn):
