@@ -11,11 +11,13 @@ that finished is never run again, a failed one is retried and both stay in the l
 calibration that differs from the freeze refuses to resume (``--new`` starts another validation, the
 earlier one stays in the log and in the result).
 
-The grid (``GRID``): configs that neither a calibration nor an earlier validation ran (``GRID_1`` is
-validation 1's: three model sizes × home-50, home-80, mobile-5g in a Latin square of 2, 4 and 8 clients);
-a new freeze refuses a row an earlier one ran, because what an earlier validation showed may have shaped
-the model since. Calibration runs one client, on unshaped loopback and shaped home-30 links, without
-SecAgg+ (fedbw/calibrate/measure.py): no row shares a config with it.
+The grid (``GRID``): configs that neither a calibration nor an earlier validation ran (``GRID_1`` and
+``GRID_2`` are validations 1 and 2's); a new freeze refuses a row an earlier one ran, because what an
+earlier validation showed may have shaped the model since. Calibration runs one client, on unshaped
+loopback and shaped home-30 links, without SecAgg+ (fedbw/calibrate/measure.py): no row shares a config
+with it. Emulate runs at its own "auto" dilation, capped at the freeze's ``max_dilation`` (3 for
+validations 1 and 2, none since: a cap left 4 and 8 devices less than a core each when they were busy
+together).
 
 Per row: the steady rounds (round ≥ 2) of both trials pooled against the model's rounds, each round
 against the model's same round: the median |error|; whether the pooled mean falls inside the model's
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import statistics
 import subprocess
@@ -50,9 +51,11 @@ LOG = ROOT / "benchmarks" / "results" / "validation-runs.jsonl"
 RESULT = ROOT / "benchmarks" / "results" / "validation.json"
 OUT = ROOT / "runs" / "validation"
 ROUNDS, TRIALS = 3, 2
-#: Emulate's dilation: "auto" (⌈(clients + 2) / (cores − 0.5)⌉), at most this (8 clients at auto's 7 would
-#: take two hours a row on 2 cores).
-MAX_DILATION = 3
+#: Emulate's dilation for a new freeze: None is "auto" uncapped (⌈(clients + 2) / (cores − 0.5)⌉: every device
+#: a core of its own and the server 2, in emulated time). Validations 1 and 2 capped it at 3 (8 clients at
+#: auto's 7 take about 20 minutes a row on 2 cores), so their 4- and 8-client rows asked more CPU of the
+#: host than it had whenever the devices were busy together; each freeze records its cap.
+MAX_DILATION: int | None = None
 #: Issue 31's targets: a row's median |round error|, the share of rows whose pooled rounds fall inside the
 #: model's 80 % interval, the median |transfer error| in rows without a host-bound round.
 TARGETS = {"round_median_abs_error": 0.05, "rows_inside_interval": 0.80, "transfer_median_abs_error": 0.03}
@@ -75,24 +78,36 @@ GRID_1: list[tuple[str, str, int, bool]] = [
     ("3M", "mobile-5g", 4, True), ("resnet18", "home-50", 4, True), ("small-cnn", "mobile-5g", 8, False),
     ("small-cnn", "mobile-5g", 8, True), ("3M", "home-50", 8, True), ("resnet18", "home-80", 8, False),
 ]
-#: The grid a new validation freezes: 12 configs no calibration, tuning or earlier validation ran — four model
-#: sizes (the MLP and the small CNN with real training on digits; ResNet-18 and ResNet-50, above it, with
-#: synthetic compute), five link profiles (home-30, where the calibration's shaped runs had one client of
-#: ResNet-18; home-50, home-80, cross-silo-1g and mobile-4g), 2, 4 and 8 clients, plain and SecAgg+; cheapest
-#: first (about 2 hours on 2 cores: a session may stop it between trials with --stop-after and the next
-#: resume it). ``current_freeze`` refuses a row an earlier freeze ran.
-GRID: list[tuple[str, str, int, bool]] = [
+#: Validation 2's grid: 12 configs no calibration, tuning or earlier validation ran — four model sizes (the MLP
+#: and the small CNN with real training on digits; ResNet-18 and ResNet-50, above it, with synthetic compute),
+#: five link profiles (home-30, where the calibration's shaped runs had one client of ResNet-18; home-50,
+#: home-80, cross-silo-1g and mobile-4g), 2, 4 and 8 clients, plain and SecAgg+; cheapest first.
+GRID_2: list[tuple[str, str, int, bool]] = [
     ("small-cnn", "cross-silo-1g", 2, False), ("mlp", "home-50", 8, False), ("small-cnn", "home-30", 2, False),
     ("resnet50", "cross-silo-1g", 2, False), ("resnet18", "home-30", 2, False), ("small-cnn", "cross-silo-1g", 4, True),
     ("mlp", "cross-silo-1g", 8, True), ("mlp", "mobile-4g", 4, True), ("resnet50", "home-80", 4, False),
     ("small-cnn", "mobile-4g", 8, True), ("resnet18", "cross-silo-1g", 4, True), ("resnet18", "mobile-4g", 2, False),
 ]
+#: The grid a new validation freezes (validation 3): 12 configs that neither calibration nor validations 1
+#: and 2 ran — four model sizes (the MLP and the small CNN with real training; the 3 M-parameter model and
+#: ResNet-18 with synthetic compute), five profiles (home-30, home-50, home-80, mobile-4g, mobile-5g), 2, 4
+#: and 8 clients (4, 5 and 3 rows), plain and SecAgg+ (3 rows; it needs 3 clients), emulated at auto
+#: dilation, uncapped; cheapest first (about 3 hours on 2 cores: a session stops it between trials with
+#: --stop-after and the next resumes it). ``current_freeze`` refuses a row an earlier freeze ran.
+GRID: list[tuple[str, str, int, bool]] = [
+    ("small-cnn", "home-80", 2, False), ("mlp", "home-30", 2, False), ("small-cnn", "mobile-4g", 4, False),
+    ("3M", "mobile-4g", 2, False), ("3M", "home-30", 4, False), ("small-cnn", "home-50", 8, False),
+    ("mlp", "mobile-5g", 4, True), ("resnet18", "home-50", 2, False), ("resnet18", "mobile-5g", 4, False),
+    ("3M", "home-50", 4, True), ("resnet18", "home-50", 8, False), ("small-cnn", "home-30", 8, True),
+]
+
+
 def row_id(model: str, profile: str, clients: int, secagg: bool) -> str:
     return f"{model}-{profile}-{clients}{'-secagg' if secagg else ''}"
 
 
 #: Every grid's rows by id: a resumed freeze finds its rows' configs here.
-ROWS = {row_id(*g): g for g in GRID_1 + GRID}
+ROWS = {row_id(*g): g for g in GRID_1 + GRID_2 + GRID}
 
 
 def row_config(model: str, profile: str, clients: int, secagg: bool) -> dict[str, Any]:
@@ -106,11 +121,14 @@ def row_config(model: str, profile: str, clients: int, secagg: bool) -> dict[str
     return cfg
 
 
-def dilation(clients: int) -> float:
+def dilation(clients: int, cap: int | None = MAX_DILATION) -> float:
+    """The dilation of a row's emulate trials: emulate's own "auto" for this host's cores, at most ``cap``."""
     import os
 
-    cores = len(os.sched_getaffinity(0))
-    return float(min(MAX_DILATION, math.ceil((clients + 2) / max(cores - 0.5, 0.5))))
+    from fedbw.engines.emulate.federation import auto_dilation
+
+    k = auto_dilation(clients, len(os.sched_getaffinity(0)))
+    return float(k if cap is None else min(cap, k))
 
 
 # ---------------------------------------------------------------------------------------------- run log
@@ -196,6 +214,7 @@ def rounds_of(result: Any) -> list[dict[str, Any]]:
              "framework_time_s": r.framework_time_s, "interval_s": r.round_interval_s,
              "median_s": r.round_median_s, "host_bound": r.host_bound,
              "host_share": None if r.host is None else r.host.share,
+             "host_cpu_busy": None if r.host is None else r.host.cpu_busy,
              "parts": r.extra.get("framework_parts_s")} for r in result.rounds]
 
 
@@ -207,7 +226,7 @@ def transfers_of(result: Any) -> list[dict[str, Any]]:
 def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, Any]) -> None:
     from fedbw.engines.app_start import host_reference_s
 
-    k = dilation(cfg["clients"]["total"])
+    k = dilation(cfg["clients"]["total"], freeze.get("max_dilation", 3))
     entry: dict[str, Any] = {"kind": "trial", "freeze": freeze["id"], "row": rid, "trial": trial, "dilation": k,
                              "commit": head_commit(), "started_utc": now(),
                              "host_reference_before_s": host_reference_s()}
@@ -318,28 +337,34 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
         "emulate_parts_s": steady_parts(pooled), "simulate_parts_s": steady_parts(model_steady),
         # the host's reference (a fresh ClientApp load) around the trials: its speed while they ran
         "host_reference_s": statistics.mean(refs) if refs else None,
+        # how busy the host's CPUs were in emulate's steady rounds (None: not recorded)
+        "host_cpu_busy": statistics.mean(busy) if (busy := [r["host_cpu_busy"] for r in pooled
+                                                            if r.get("host_cpu_busy") is not None]) else None,
     }
 
 
-def _parts_from_run(run_dir: Path) -> dict[int, dict[str, float]] | None:
-    """Each round's framework parts from a run directory's records (None: the directory is gone)."""
+def _rounds_from_run(run_dir: Path) -> dict[int, dict[str, Any]] | None:
+    """Each round's framework parts and host CPU share from a run directory's records (None: the directory
+    is gone)."""
     from fedbw.results.records import load_records
 
     try:
         _, rounds = load_records(run_dir)
     except (OSError, FedbwError):
         return None
-    return {r.round: dict(r.extra.get("framework_parts_s", {})) for r in rounds}
+    return {r.round: {"parts": dict(r.extra.get("framework_parts_s", {})),
+                      "host_cpu_busy": None if r.host is None else r.host.cpu_busy} for r in rounds}
 
 
 def backfill_parts(log: list[dict[str, Any]]) -> None:
-    """Runs logged before the log kept each round's framework parts: read them from their run directories
-    while those exist here (the parts are then in the result; the log is left as written)."""
+    """Runs logged before the log kept each round's framework parts and the host's CPU share: read them
+    from their run directories while those exist here (they are then in the result; the log is left as
+    written)."""
     for e in log:
         if e.get("status") != "ok" or e["kind"] not in ("trial", "model"):
             continue
         rounds = e["rounds"] if e["kind"] == "trial" else e["simulate"]["rounds"]
-        if all(r.get("parts") is not None for r in rounds):
+        if all(r.get("parts") is not None and "host_cpu_busy" in r for r in rounds):
             continue
         if e["kind"] == "trial":
             run_dir = ROOT / e["run_dir"]
@@ -350,9 +375,12 @@ def backfill_parts(log: list[dict[str, Any]]) -> None:
             if not found:
                 continue
             run_dir = found[-1]
-        parts = _parts_from_run(run_dir)
-        for r in rounds if parts else ():
-            r["parts"] = parts.get(r["round"])
+        read = _rounds_from_run(run_dir)
+        for r in rounds if read else ():
+            got = read.get(r["round"], {})
+            if r.get("parts") is None:
+                r["parts"] = got.get("parts")
+            r.setdefault("host_cpu_busy", got.get("host_cpu_busy"))
 
 
 def steady_parts(rounds: list[dict[str, Any]]) -> dict[str, float] | None:

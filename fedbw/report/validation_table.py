@@ -51,10 +51,11 @@ def _rows(rows: list[dict[str, Any]]) -> str:
 
 
 def _parts(rows: list[dict[str, Any]]) -> str:
-    head = ["row", "emulate comm", "simulate comm", "emulate framework", "simulate framework", "host reference"]
+    head = ["row", "emulate comm", "simulate comm", "emulate framework", "simulate framework", "host reference",
+            "host CPU busy"]
     return md_table(head, [[r["row"], fmt_s(r["emulate_comm_s"]), fmt_s(r["simulate_comm_s"]),
                             fmt_s(r["emulate_framework_s"]), fmt_s(r["simulate_framework_s"]),
-                            fmt_s(r.get("host_reference_s"))] for r in rows])
+                            fmt_s(r.get("host_reference_s")), fmt_pct(r.get("host_cpu_busy"))] for r in rows])
 
 
 def _part_detail(rows: list[dict[str, Any]]) -> str:
@@ -110,13 +111,15 @@ def validation_markdown(data: dict[str, Any]) -> str:
         out.append(f"**Validation {f['id']}** of {current}, frozen {f['created_utc']}: model {f['model_version']}, "
                    f"calibration "
                    f"{f['calibration']} ({f['calibration_file']}, fitted {f['calibration_created_utc']}), commit "
-                   f"{f['commit'][:10]}; {f['rounds']} rounds a run, {f['trials']} emulate trials a row, dilation "
-                   f"≤ {f['max_dilation']}; {f['machine']}.\n")
+                   f"{f['commit'][:10]}; {f['rounds']} rounds a run, {f['trials']} emulate trials a row, "
+                   + (f"dilation ≤ {f['max_dilation']}" if f.get("max_dilation") is not None
+                      else "dilation auto (each device a core, the server two)") + f"; {f['machine']}.\n")
         out.append(_rows(val["rows"]) if val["rows"] else "")
         if val["rows"] and "emulate_comm_s" in val["rows"][0]:
             out.append("\nWhere the steady rounds' time went (means), and the host's speed while the trials ran (a fresh "
                        "ClientApp load; the calibration's own: "
-                       + fmt_s(val.get("calibration_host_reference_s")) + "):\n")
+                       + fmt_s(val.get("calibration_host_reference_s")) + ") and how busy its CPUs were (mean of the "
+                       "steady rounds, host-wide):\n")
             out.append(_parts(val["rows"]))
         if any(r.get("emulate_parts_s") and r.get("simulate_parts_s") for r in val["rows"]):
             out.append("\nFlower's framework time by part, steady-round means, emulate / simulate (the parts of the "
