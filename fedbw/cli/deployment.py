@@ -116,7 +116,7 @@ def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
           server_link: Optional[str] = typer.Option(None, "--server-link",
                                                     help="the upstream's own link, shared by every client "
                                                          "(`fedbw profiles`: server links)"),
-          trace: Optional[Path] = typer.Option(None, "--trace", help="a link-rate trace (CSV: both directions; "
+          trace: Optional[Path] = typer.Option(None, "--trace", help="a shipped trace's name or a link-rate trace file (CSV: both directions; "
                                                                       "mahimahi: the uplink) every client's link "
                                                                       "replays, looping (docs/traces.md)"),
           trace_down: Optional[Path] = typer.Option(None, "--trace-down", help="a mahimahi trace for the downlink "
@@ -136,9 +136,10 @@ def shape(listen: str = typer.Option("127.0.0.1:9100", "--listen",
                                  clients=clients, map_file=map_file, up_mbps=up_mbps, down_mbps=down_mbps,
                                  rtt_ms=rtt_ms, jitter_ms=jitter_ms)
     if trace is not None:
+        from fedbw.catalog.traces import trace_path
         from fedbw.traces import load_trace
 
-        routes = traced_routes(routes, load_trace(trace, trace_down), trace_hours * 3600)
+        routes = traced_routes(routes, load_trace(trace_path(trace), trace_down), trace_hours * 3600)
 
     def ready(shaper: Any) -> None:
         for line in describe_routes(routes, shaper.ports):

@@ -352,3 +352,4 @@ from fedbw.report import simulate_tables as _st  # noqa: E402,F401
 from fedbw.report import privacy_scale_table as _ps  # noqa: E402,F401
 from fedbw.report import dp_cohorts_table as _dc  # noqa: E402,F401
 from fedbw.report import population_tables as _pt  # noqa: E402,F401
+from fedbw.report import trace_catalog_table as _tc  # noqa: E402,F401

@@ -249,7 +249,28 @@ def render_catalogs(console: Console) -> None:
         [Col("name", key=True), Col("TFLOP/s", key=True), Col("cpu_speed"), describe],
         [[d.name, f"{d.effective_tflops:g}", f"{d.cpu_speed:g}", d.description] for d in DEVICE_PROFILES.values()],
         drop=("cpu_speed", "description"), left_out=CATALOG_LEFT_OUT))
+    render_shipped_traces(console)
     console.print("Sources for every figure: docs/catalog.md")
+
+
+def render_shipped_traces(console: Console) -> None:
+    """The shipped link-rate traces (synthetic stand-ins for measured ones: fedbw/catalog/traces.py) with
+    each direction's time-weighted mean, 10th and 90th percentile, read from the CSVs that ship."""
+    from fedbw.catalog.traces import shipped_traces
+    from fedbw.traces import load_trace
+
+    Col = tables.Col
+    rows = []
+    for shipped in shipped_traces().values():
+        trace = load_trace(shipped.path)
+        rows.append([shipped.name] + [f"{trace.mean(d):.3g} [{trace.percentile(d, 10):.3g}–{trace.percentile(d, 90):.3g}]"
+                                      for d in ("up", "down")] + [shipped.description])
+    if rows:
+        console.print(tables.catalog_table(
+            "Link-rate traces (`fedbw trace show NAME`; synthetic, with a measured trace's statistics: docs/traces.md)",
+            [Col("name", key=True), Col("up Mbps mean [p10–p90]", key=True),
+             Col("down Mbps mean [p10–p90]", key=True), Col("description", wrap=True)],
+            rows, drop=("description",), left_out=CATALOG_LEFT_OUT))
 
 
 def render_models(console: Console) -> None:

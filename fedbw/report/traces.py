@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from fedbw.report.format import fmt_s
 from fedbw.traces import DIRECTIONS, RateSeries, RateTrace
 from fedbw.traces.availability import Availability
+from fedbw.traces.synthetic import RateShape
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -110,3 +111,14 @@ def render_availability(console: Console, trace: Availability) -> None:
                   markup=False, highlight=False)
     console.print("sparkline: the share of clients on line over the horizon, scaled to its highest",
                   markup=False, highlight=False, style="dim")
+
+
+def render_shape(console: Console, source: RateTrace, shapes: dict[str, RateShape]) -> None:
+    """What `fedbw trace generate` measured from ``source``, per direction, in words a reader can check."""
+    console.print(f"measured from {source.source}:", markup=False, highlight=False)
+    for direction, shape in shapes.items():
+        console.print(_LABEL.format(direction) + f"mean {_mbps(shape.mean_mbps)} · log-rate sd {shape.log_sd:.2f} · "
+                      f"lag-1 correlation {shape.ac1:.2f} over {shape.step_s:g} s steps (a rate persists ≈ "
+                      f"{shape.step_s / (1 - shape.ac1):.1f} s) · out {100 * shape.outage_share:.1f} % of the time, "
+                      f"{shape.outage_mean_steps * shape.step_s:.1f} s at a time",
+                      markup=False, highlight=False)

@@ -84,3 +84,19 @@ def parse_csv(path: str | os.PathLike[str], lines: Lines) -> RateTrace:
 def read_csv(path: str | os.PathLike[str]) -> RateTrace:
     """The CSV trace at ``path``; any problem is a :class:`~fedbw.errors.ConfigError` naming file and line."""
     return parse_csv(path, data_lines(path))
+
+
+def csv_text(trace: RateTrace, step_s: float, header_comment: str = "") -> str:
+    """``trace`` as a CSV trace sampled every ``step_s`` seconds over one period, one row per step, so
+    that :func:`read_csv` reads back the same rates (the last row lasts a step, as the rows before it).
+    Both directions must share the period, and it must be a whole number of steps."""
+    period = trace.up.duration_s
+    n = round(period / step_s)
+    if trace.down.duration_s != period or n < 2 or not math.isclose(n * step_s, period, rel_tol=1e-9):
+        raise ValueError(f"a CSV trace needs both directions on one period of whole {step_s:g} s steps "
+                         f"(up {trace.up.duration_s:g} s, down {trace.down.duration_s:g} s)")
+    lines = [f"# {line}" for line in header_comment.splitlines()] + [",".join(HEADER)]
+    for i in range(n):
+        t = i * step_s
+        lines.append(f"{t:.10g},{trace.up.mbps_at(t):.10g},{trace.down.mbps_at(t):.10g}")
+    return "\n".join(lines) + "\n"
