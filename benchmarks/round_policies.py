@@ -10,11 +10,12 @@ Per model and policy: the mean round with its mean 80 % interval, updates used o
 the share of sampled clients that were late, their wasted uplink per round, and the hours 1,000 rounds take.
 The deadline is set per model to about a home-30 client's exchange (the small CNN: 8 s, ResNet-18: 35 s).
 
-``--engines`` adds the check across engines (issue 32.5): one over-selection config (4 of 4 clients sampled
-for 2 per round on home-80, clients 0 and 1 downloading at 0.5 Mbps, the small CNN with synthetic compute,
-3 rounds) run in estimate, simulate and emulate (undilated, real sockets through the shaper). Per engine and
-round: the clients it called late and the round time. The engines share the closing rule's idea, not its
-code: emulate's ServerApp stops pulling on its own clock; estimate and simulate lay the rule on the model.
+``--engines`` adds the check across engines (issue 32.5): each of ``CASES`` (an over-selection config, and a
+trace-driven one with a deadline; the small CNN with synthetic compute, 3 rounds) run in estimate, simulate
+and emulate (undilated, real sockets through the shaper, which replays the trace from the first round's
+start). Per case, engine and round: the clients it called late, the round time, client 0's download. The
+engines share the closing rule's idea and the trace, not their code: emulate's ServerApp stops pulling on its
+own clock and the shaper moves the bytes; estimate and simulate lay both on the model.
 
 Writes benchmarks/results/round-policies.json (made_by: the model's version and the calibration), which
 docs/population.md's tables are generated from.
@@ -76,10 +77,28 @@ def row(model: str, name: str, keys: dict[str, Any]) -> dict[str, Any]:
 
 
 SLOW = [{"client": 0, "down_mbps": 0.5}, {"client": 1, "down_mbps": 0.5}]
+#: The trace-driven case: client 0's downlink is home-80's for the first 6 s of the run, then 0.4 Mbps (the
+#: small CNN's 0.55 MB then take about 11 s), so its download is fast in round 1 (over by about 3 s) and slow
+#: from round 2 on (which starts after about 9 s): late for a 14 s deadline from round 2, on time in round 1.
+STEP_TRACE = "t_s,up_mbps,down_mbps\n0,80,1000\n6,80,0.4\n60,80,0.4\n"
+#: Each case of the check: what it shows, and the config keys beside the common ones.
+CASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "over-selection": ("4 clients sampled for 2 per round (over_select = 2), clients 0 and 1 downloading at "
+                       "0.5 Mbps, the rest on home-80",
+                       {"clients": {"total": 4, "per_round": 2, "compute": "synthetic"},
+                        "network": {"profile": "home-80", "overrides": SLOW}, "round": {"over_select": 2.0}}),
+    "trace + deadline": ("4 clients on home-80, a 14 s deadline; client 0's downlink a trace that falls from "
+                         "1 Gbps to 0.4 Mbps 6 s into the run (round 1 on time, later rounds late)",
+                         {"clients": {"total": 4, "per_round": 4, "compute": "synthetic"},
+                          "network": {"profile": "home-80", "trace_phase": "aligned",
+                                      "overrides": [{"client": 0, "trace": "{trace}"}]},
+                          "round": {"deadline_s": 14.0}}),
+}
 
 
 def engines_check() -> list[dict[str, Any]]:
-    """The same over-selection config in every engine: who was late in each round, and the round's time."""
+    """Each case's config in every engine: who was late in each round, the round's time, and the slowest
+    download (the trace case's)."""
     import tempfile
 
     from fedbw.config import config_from_dict
@@ -87,17 +106,20 @@ def engines_check() -> list[dict[str, Any]]:
 
     out = []
     with tempfile.TemporaryDirectory(prefix="fedbw-round-policies-") as tmp:
-        for engine in ("estimate", "simulate", "emulate"):
-            cfg = config_from_dict({"name": f"policy-{engine}", "engine": engine, "seed": 0, "output_dir": tmp,
-                                    "model": {"name": "small-cnn"},
-                                    "clients": {"total": 4, "per_round": 2, "compute": "synthetic"},
-                                    "training": {"rounds": 3}, "network": {"profile": "home-80", "overrides": SLOW},
-                                    "round": {"over_select": 2.0}})
-            res = run_experiment(cfg)
-            for r in res.rounds:
-                out.append({"engine": engine, "round": r.round, "round_time_s": r.round_time_s,
-                            "round_interval_s": r.round_interval_s, "sampled": r.num_clients,
-                            "late": sorted(c.client_id for c in res.clients if c.round == r.round and c.late)})
+        trace = Path(tmp) / "step.csv"
+        trace.write_text(STEP_TRACE, encoding="utf-8")
+        for case, (_, keys) in CASES.items():
+            keys = json.loads(json.dumps(keys).replace("{trace}", str(trace)))
+            for engine in ("estimate", "simulate", "emulate"):
+                cfg = config_from_dict({"name": f"policy-{engine}", "engine": engine, "seed": 0, "output_dir": tmp,
+                                        "model": {"name": "small-cnn"}, "training": {"rounds": 3}, **keys})
+                res = run_experiment(cfg)
+                for r in res.rounds:
+                    mine = [c for c in res.clients if c.round == r.round]
+                    out.append({"case": case, "engine": engine, "round": r.round, "round_time_s": r.round_time_s,
+                                "round_interval_s": r.round_interval_s, "sampled": r.num_clients,
+                                "late": sorted(c.client_id for c in mine if c.late),
+                                "client0_down_s": next((c.t_down_s for c in mine if c.client_id == 0), None)})
     return out
 
 
@@ -125,9 +147,11 @@ def main() -> None:
             "per_round": 10, "rounds": ROUNDS, "engine": "estimate", "made_by": model_stamp(load_costs(None)),
             "rows": rows}
     if args.engines:
-        data["engines"] = {"date": data["date"], "made_by": data["made_by"], "rows": engines_check()}
+        data["engines"] = {"date": data["date"], "made_by": data["made_by"], "rows": engines_check(),
+                           "cases": {name: what for name, (what, _) in CASES.items()}}
         for e in data["engines"]["rows"]:
-            print(f"{e['engine']:9s} round {e['round']}: {e['round_time_s']:6.2f} s, late {e['late']}")
+            print(f"{e['case']:17s} {e['engine']:9s} round {e['round']}: {e['round_time_s']:6.2f} s, late {e['late']}, "
+                  f"client 0's download {e['client0_down_s']:.2f} s")
     elif OUT.is_file():  # keep the last check across engines (it is stamped with its own date)
         data["engines"] = json.loads(OUT.read_text(encoding="utf-8")).get("engines")
     data["wall_s"] = time.perf_counter() - t0

@@ -15,11 +15,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from fedbw import catalog
+from fedbw.catalog.traces import load_named_trace
 from fedbw.netmodel import ClientLink
+from fedbw.netmodel.link_rate import LinkRate
+from fedbw.traces import RateTrace
 from fedbw.netmodel.timeline import UNLIMITED, ServerLink
 
 if TYPE_CHECKING:
     from fedbw.config import ExperimentConfig, LinkOverride
+    from fedbw.config.sections import LinkShare
     from fedbw.shaper import LinkSpec
 
 Trace = tuple[tuple[float, float], ...]
@@ -28,7 +32,9 @@ Trace = tuple[tuple[float, float], ...]
 @dataclass(frozen=True)
 class AccessLink:
     """One client's link as configured. ``profile`` is the catalog name, ``*`` appended when an
-    override changed its numbers."""
+    override changed its numbers. With ``trace`` the link's rates follow that trace (line rates, as a
+    profile's), read from ``trace_offset_s`` into it at the first round's start; ``up_mbps``/``down_mbps``
+    are then the trace's means and the profile keeps RTT and jitter."""
 
     profile: str
     up_mbps: float  #: line rates (client → server is "up")
@@ -36,6 +42,8 @@ class AccessLink:
     rtt_ms: float
     jitter_ms: float  #: round-trip jitter (± half of it each way in the shaper)
     tcp_efficiency: float
+    trace: RateTrace | None = None
+    trace_offset_s: float = 0.0
 
     @property
     def up_payload_mbps(self) -> float:
@@ -46,13 +54,33 @@ class AccessLink:
         return self.down_mbps * self.tcp_efficiency
 
     def model(self) -> ClientLink:
-        """The network model's view: payload rates and RTT (made once per link: clients that share a
-        profile share its link, and the model lays identical links out once)."""
+        """The network model's view: payload rates and RTT, and a traced link's rate per direction (made once
+        per link: clients that share a profile share its link, and the model lays identical links out once)."""
         link = self.__dict__.get("_model")
         if link is None:
-            link = ClientLink(self.up_payload_mbps, self.down_payload_mbps, self.rtt_ms / 1000.0)
+            rates = {}
+            if self.trace is not None:
+                to_bytes = self.tcp_efficiency * 1e6 / 8.0
+                for d in ("up", "down"):
+                    series = self.trace.series(d)
+                    rates[f"{d}_rate"] = LinkRate(tuple((t, r * to_bytes) for t, r in series.steps), series.duration_s,
+                                                  self.trace_offset_s % series.duration_s)
+            link = ClientLink(self.up_payload_mbps, self.down_payload_mbps, self.rtt_ms / 1000.0, **rates)
             object.__setattr__(self, "_model", link)  # a cache, not a field: equality and replace() ignore it
         return link
+
+    def trace_steps(self, direction: str, until_s: float, rate_factor: float = 1.0) -> Trace:
+        """The shaper's form of this link's trace in ``direction``: payload rates (× ``rate_factor``) from the
+        first round's start (the client's offset into the trace there) on, looped up to ``until_s``."""
+        if self.trace is None:
+            return ()
+        series = self.trace.series(direction)
+        offset = self.trace_offset_s % series.duration_s
+        k = self.tcp_efficiency * rate_factor
+        steps = [(t - offset, r * k) for t, r in series.looped(until_s + offset)]
+        # the step in force at the offset starts at 0; the ones before it are gone
+        first = max(i for i, (t, _) in enumerate(steps) if t <= 0.0)
+        return ((0.0, steps[first][1]),) + tuple(steps[first + 1:])
 
     def shaper_spec(self, *, seed: int = 0, rate_factor: float = 1.0, up_trace: Trace = (),
                     down_trace: Trace = ()) -> LinkSpec:
@@ -70,10 +98,12 @@ def profile_link(name: str) -> AccessLink:
 
 
 def with_override(link: AccessLink, override: LinkOverride) -> AccessLink:
-    """A client's link after its ``network.overrides`` entry: a profile replaces the link, numbers replace
-    single fields (and mark the profile name with ``*``)."""
+    """A client's link after its ``network.overrides`` entry: a profile replaces the link (and its trace), a
+    trace replaces the rates, numbers replace single fields (and mark the profile name with ``*``)."""
     if override.profile:
         link = profile_link(override.profile)
+    if override.trace:
+        link = with_trace(link, override.trace)
     changed = {k: v for k in ("up_mbps", "down_mbps", "rtt_ms", "jitter_ms")
                if (v := getattr(override, k)) is not None}
     if changed:
@@ -81,8 +111,17 @@ def with_override(link: AccessLink, override: LinkOverride) -> AccessLink:
     return link
 
 
-def assign_profiles(cfg: ExperimentConfig) -> list[str]:
-    """Largest-remainder split of clients over the mix, then a seeded shuffle over client ids."""
+def with_trace(link: AccessLink, trace: str) -> AccessLink:
+    """``link`` replaying ``trace``: its rates become the trace's (means for one-number views), its name
+    ``profile~trace``."""
+    t = load_named_trace(trace)
+    return replace(link, profile=f"{link.profile.rstrip('*')}~{t.name}", up_mbps=t.mean("up"), down_mbps=t.mean("down"),
+                   trace=t, trace_offset_s=0.0)
+
+
+def assign_profiles(cfg: ExperimentConfig) -> list[LinkShare]:
+    """Each client's mix entry: a largest-remainder split of clients over the mix, then a seeded shuffle
+    over client ids."""
     total = cfg.clients.total
     shares = [m.share for m in cfg.network.mix]
     weight = sum(shares)
@@ -91,20 +130,29 @@ def assign_profiles(cfg: ExperimentConfig) -> list[str]:
     by_remainder = sorted(range(len(exact)), key=lambda i: (counts[i] - exact[i], i))
     for i in by_remainder[: total - sum(counts)]:
         counts[i] += 1
-    names = [m.profile for m, n in zip(cfg.network.mix, counts) for _ in range(n)]
-    random.Random(f"{cfg.seed}:profiles").shuffle(names)
-    return names
+    entries = [m for m, n in zip(cfg.network.mix, counts) for _ in range(n)]
+    random.Random(f"{cfg.seed}:profiles").shuffle(entries)
+    return entries
 
 
 def planned_links(cfg: ExperimentConfig) -> list[AccessLink]:
-    """Every client's link, in client-id order: its share of the mix, then its override."""
+    """Every client's link, in client-id order: its share of the mix (with the entry's trace), then its
+    override; a traced link then gets its offset into the trace (``network.trace_phase``)."""
     overrides = {o.client: o for o in cfg.network.overrides}
-    names = assign_profiles(cfg)
-    by_name = {name: profile_link(name) for name in dict.fromkeys(names)}
-    links = [by_name[name] for name in names]  # one AccessLink per profile, shared (it is frozen)
+    entries = assign_profiles(cfg)
+    by_entry = {}
+    for key in dict.fromkeys((m.profile, m.trace) for m in entries):
+        profile, trace = key
+        by_entry[key] = with_trace(profile_link(profile), trace) if trace else profile_link(profile)
+    links = [by_entry[(m.profile, m.trace)] for m in entries]  # one AccessLink per entry, shared (it is frozen)
     for cid, o in overrides.items():
         if cid < len(links):
             links[cid] = with_override(links[cid], o)
+    if cfg.network.trace_phase == "staggered":
+        for cid, link in enumerate(links):
+            if link.trace is not None:  # a seeded point of the trace per client: clients do not step together
+                at = random.Random(f"{cfg.seed}:trace-phase:{cid}").random() * link.trace.duration_s
+                links[cid] = replace(link, trace_offset_s=at)
     return links
 
 

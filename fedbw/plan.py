@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from fedbw import catalog
 from fedbw.config import ExperimentConfig, config_from_dict, config_to_dict
+from fedbw.errors import ConfigError
 from fedbw.files.versioned import PLAN
 from fedbw.links import AccessLink, planned_links, server_link
 from fedbw.netmodel.secagg_cost import STAGES as SECAGG_COST_STAGES, client_stage_s, server_stage_s
@@ -27,6 +28,7 @@ from fedbw.netmodel.flower import costs_from_json
 from fedbw.netmodel.close import StageClose
 from fedbw.privacy.accounting import plan_budget
 from fedbw.privacy.sampling import Sampler
+from fedbw.traces import RateSeries, RateTrace
 
 #: scikit-learn's digits: 1,797 samples of 8×8 images.
 DIGITS_SAMPLES = 1797
@@ -146,6 +148,11 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for plan.json: every resolved number, so the apps need no rebuilding."""
+        keys: dict[int, str] = {}  # each trace once, by a key of its own (two files may share a name)
+        for c in self.clients:
+            if (t := c.access.trace) is not None and id(t) not in keys:
+                keys[id(t)] = f"{len(keys)}:{t.name}"
+        traces = {c.access.trace for c in self.clients if c.access.trace is not None}
         return {
             **PLAN.stamp(), "config": config_to_dict(self.config), "model": self.model.name,
             "num_arrays": self.num_arrays, "rounds": self.rounds, "epsilons": self.epsilons,
@@ -153,8 +160,13 @@ class Plan:
             "costs": None if self.costs is None else dataclasses.asdict(self.costs),
             "server": [_finite(self.server.up_payload_mbps), _finite(self.server.down_payload_mbps)],
             "clients": [[c.client_id, c.access.profile, c.access.up_mbps, c.access.down_mbps, c.access.rtt_ms,
-                         c.access.jitter_ms, c.access.tcp_efficiency, c.num_samples, c.est_compute_s, c.cpu_speed]
+                         c.access.jitter_ms, c.access.tcp_efficiency, c.num_samples, c.est_compute_s, c.cpu_speed,
+                         None if c.access.trace is None else keys[id(c.access.trace)], c.access.trace_offset_s]
                         for c in self.clients],
+            # each trace once (clients name theirs by key): its steps per direction and their periods
+            "traces": {keys[id(t)]: {d: {"steps": [list(x) for x in t.series(d).steps], "period_s": t.duration(d)}
+                                     for d in ("up", "down")} | {"name": t.name, "source": t.source, "format": t.format}
+                       for t in traces},
         }
 
     @classmethod
@@ -163,9 +175,19 @@ class Plan:
         from fedbw.errors import RunError
 
         PLAN.check(data, source, error=RunError)
-        clients = [ClientPlan(int(cid), AccessLink(profile, up, down, rtt, jitter, eff), int(n), float(compute),
-                              float(speed))
-                   for cid, profile, up, down, rtt, jitter, eff, n, compute, speed in data["clients"]]
+        traces = {key: RateTrace(t["name"], t["source"], t["format"],
+                                  *(RateSeries(tuple(map(tuple, t[d]["steps"])), t[d]["period_s"]) for d in ("up", "down")))
+                  for key, t in data["traces"].items()}
+        # clients with equal links share one AccessLink, as in the plan that wrote the file: the clock lays
+        # clients on one link object out together (one class), so the file's plan times rounds as it did
+        links: dict[tuple[Any, ...], AccessLink] = {}
+        clients = []
+        for cid, profile, up, down, rtt, jitter, eff, n, compute, speed, trace, offset in data["clients"]:
+            key = (profile, up, down, rtt, jitter, eff, trace, offset)
+            link = links.get(key)
+            if link is None:
+                link = links[key] = AccessLink(profile, up, down, rtt, jitter, eff, traces.get(trace), offset)
+            clients.append(ClientPlan(int(cid), link, int(n), float(compute), float(speed)))
         up, down = (math.inf if v is None else float(v) for v in data["server"])
         return cls(config=config_from_dict(data["config"], source=source), model=catalog.get_model(data["model"]),
                    clients=clients, num_arrays=int(data["num_arrays"]),
@@ -220,6 +242,9 @@ def _build_plan(cfg: ExperimentConfig, device: str | None) -> Plan:
         from fedbw.calibration.file import load_costs
 
         costs = load_costs(cfg.deployment.calibration)
+    elif cfg.network.traced:
+        raise ConfigError("link-rate traces (network.trace, mix or overrides) need the deployment clock's time: "
+                          'set framework = "flower-deployment" (the default), or drop the trace')
     return Plan(cfg, model, clients, num_arrays=model.num_arrays, samples=sampled, rounds=budget.rounds,
                 epsilons=budget.epsilons, stop_reason=budget.stop_reason, device=device, costs=costs,
                 server=server_link(cfg.server.link))

@@ -78,3 +78,12 @@ def trace_path(name_or_path: str | os.PathLike[str]) -> Path:
     if path.exists() or path.suffix or os.sep in str(name_or_path):
         return path
     return get_shipped_trace(str(name_or_path)).path
+
+
+@cache
+def load_named_trace(name_or_path: str) -> RateTrace:
+    """A config's trace: a shipped trace's name or a file (CSV or mahimahi), read once per run; every
+    problem is one ConfigError naming the file and line, or a CatalogError for an unknown name."""
+    from fedbw.traces import load_trace
+
+    return load_trace(trace_path(name_or_path))

@@ -82,8 +82,9 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
 
 
 def check_catalog_names(cfg: ExperimentConfig, source: str) -> None:
-    """Resolve every catalog name now, so a typo fails before a run starts."""
+    """Resolve every catalog name (and trace file) now, so a typo fails before a run starts."""
     from fedbw import catalog
+    from fedbw.catalog.traces import load_named_trace
 
     checks: list[tuple[str, Any]] = [
         ("model.name", lambda: catalog.get_model(cfg.model.name)),
@@ -93,6 +94,10 @@ def check_catalog_names(cfg: ExperimentConfig, source: str) -> None:
                for i, m in enumerate(cfg.network.mix)]
     checks += [(f"network.overrides[{i}].profile", (lambda p=o.profile: catalog.get_link_profile(p)))
                for i, o in enumerate(cfg.network.overrides) if o.profile]
+    checks += [(f"network.mix[{i}].trace", (lambda t=m.trace: load_named_trace(t)))
+               for i, m in enumerate(cfg.network.mix) if m.trace]
+    checks += [(f"network.overrides[{i}].trace", (lambda t=o.trace: load_named_trace(t)))
+               for i, o in enumerate(cfg.network.overrides) if o.trace]
     checks += [(f"datacenter.fabrics[{i}]", (lambda f=f: catalog.get_fabric(f)))
                for i, f in enumerate(cfg.datacenter.fabrics)]
     if cfg.server.link != catalog.NO_SERVER_LINK:
@@ -107,7 +112,7 @@ def check_catalog_names(cfg: ExperimentConfig, source: str) -> None:
     for key, check in checks:
         try:
             check()
-        except CatalogError as exc:
+        except (CatalogError, ConfigError) as exc:  # an unknown name, or a trace file that is not one
             raise ConfigError(f"{source}: {key}: {exc}") from None
     spec = catalog.get_model(cfg.model.name)
     if cfg.engine != "estimate" and cfg.clients.compute == "real" and not spec.trainable_here:

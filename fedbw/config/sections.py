@@ -92,6 +92,9 @@ class RoundConfig(Section):
 class LinkShare(Section):
     profile: str = Field(description="link profile (`fedbw profiles`)")
     share: float = Field(1.0, gt=0, description="relative share of the clients on this profile")
+    trace: str | None = Field(None, description="a link-rate trace these clients' links replay instead of the "
+                                                "profile's rates (a shipped trace's name, or a CSV or mahimahi "
+                                                "file; docs/traces.md); the profile keeps RTT and jitter")
 
 
 class LinkOverride(Section):
@@ -102,6 +105,15 @@ class LinkOverride(Section):
     down_mbps: float | None = Field(None, gt=0, description="downlink line rate, Mbps; replaces the profile's")
     rtt_ms: float | None = Field(None, ge=0, description="round-trip time, ms; replaces the profile's")
     jitter_ms: float | None = Field(None, ge=0, description="jitter, ms; replaces the profile's")
+    trace: str | None = Field(None, description="a link-rate trace this client's link replays (name or file); "
+                                                "not with up_mbps or down_mbps")
+
+    @model_validator(mode="after")
+    def _trace_or_rates(self) -> LinkOverride:
+        if self.trace is not None and (self.up_mbps is not None or self.down_mbps is not None):
+            raise ValueError(f"client {self.client}: a trace gives the link's rates; set trace or up_mbps/down_mbps, "
+                             "not both")
+        return self
 
 
 class NetworkConfig(Section):
@@ -113,6 +125,12 @@ class NetworkConfig(Section):
     overrides: list[LinkOverride] = Field(default_factory=list, description="per client: `{client = 3, profile = "
                                                                             "\"mobile-4g\"}` or `{client = 3, "
                                                                             "up_mbps = 5, rtt_ms = 80}`")
+    trace: str | None = Field(None, description="shorthand: every mix entry without a trace of its own replays this "
+                                                "link-rate trace (name or file; docs/traces.md)")
+    trace_phase: Literal["staggered", "aligned"] = Field(
+        "staggered", description="where in its trace each client starts: staggered (a seeded point of the trace per "
+                                 "client, so clients on one trace do not step together) or aligned (every client at "
+                                 "the trace's start); t = 0 is the first round's start in every engine")
 
     @model_validator(mode="before")
     @classmethod
@@ -128,7 +146,14 @@ class NetworkConfig(Section):
             data["mix"], data["profile"] = [{"profile": profile, "share": 1.0}], None
         elif not mix:
             data["mix"] = [{"profile": "home-30", "share": 1.0}]
+        if (trace := data.get("trace")) is not None:
+            data["mix"] = [{**m, "trace": m.get("trace") or trace} if isinstance(m, dict) else m for m in data["mix"]]
         return data
+
+    @property
+    def traced(self) -> bool:
+        """Whether any client's link replays a trace."""
+        return any(m.trace for m in self.mix) or any(o.trace for o in self.overrides)
 
 
 class CompressionConfig(Section):

@@ -273,16 +273,24 @@ class DeploymentClock:
             waits = max(0, math.ceil((e.t_ready - t_sender) / c.content_wait_s - 1e-12))
             starts.append(t_sender + waits * c.content_wait_s)
         flows = [Flow(t, e.m.bytes_down if down else e.m.bytes_up,
-                      e.link.down_bytes_per_s if down else e.link.up_bytes_per_s) for t, e in zip(starts, ex)]
+                      e.link.down_bytes_per_s if down else e.link.up_bytes_per_s, e.link.rate(direction))
+                 for t, e in zip(starts, ex)]
         ends = finish_times(flows, server_bytes_per_s, [e.count for e in ex])
+        # a traced link's objects are read off the trace from when they start: a download's after the pull's
+        # round trips (download_alone_s without objects), an upload's at its flow's start
         objects = [objects_alone_s(c, f.size_bytes, e.m.objects_down if down else e.m.objects_up, f.cap_bytes_per_s,
-                                   e.link.rtt_s, e.speed, self.array_shares) for e, f in zip(ex, flows)]
+                                   e.link.rtt_s, e.speed, self.array_shares, f.rate,
+                                   (e.t_pull + download_alone_s(c, e.link.rtt_s, 0.0, e.speed)) if down else f.start_s)
+                   for e, f in zip(ex, flows)]
         for e, f, end, objects_s in zip(ex, flows, ends, objects):
             if down:
                 solo = download_alone_s(c, e.link.rtt_s, objects_s, e.speed)
             else:  # the send's round trip and the content waits before the objects, then the objects
                 solo = f.start_s - e.t_sending + objects_s
-            alone = f.size_bytes / f.cap_bytes_per_s if f.cap_bytes_per_s > 0 else math.inf
+            if f.rate is not None:
+                alone = f.rate.time_to_carry(f.start_s, f.size_bytes)
+            else:
+                alone = f.size_bytes / f.cap_bytes_per_s if f.cap_bytes_per_s > 0 else math.inf
             shared = solo + max(0.0, (end - f.start_s) - alone)
             if down:
                 e.t_down, e.t_down_alone = shared, solo

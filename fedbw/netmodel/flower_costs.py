@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fedbw.flower_protocol import SUPEREXEC_TASK_POLL_S
+from fedbw.netmodel.link_rate import LinkRate
 from fedbw.netmodel.objects import transfer_objects_s
 from fedbw.netmodel.secagg_cost import SecAggCostConstants
 from fedbw.netmodel.terms import AGGREGATION, CLIENTAPP_WORK, DOWNLOAD_ROUND_TRIPS, HOP, LOCAL_COPY
@@ -188,11 +189,13 @@ def app_code_runs_s(c: FlowerCosts, t_running_s: float, t_received_s: float, obj
 
 
 def objects_alone_s(c: FlowerCosts, nbytes: float, objects: int, bytes_per_s: float, rtt_s: float,
-                    speed: float = 1.0, array_shares: Sequence[float] = ()) -> float:
+                    speed: float = 1.0, array_shares: Sequence[float] = (), rate: LinkRate | None = None,
+                    t0_s: float = 0.0) -> float:
     """A message's objects over one link of their own, ``object_workers`` requests at a time, each a round
-    trip and the hop term's per-object and per-MiB work (:mod:`fedbw.netmodel.objects`)."""
+    trip and the hop term's per-object and per-MiB work (:mod:`fedbw.netmodel.objects`); on a traced link
+    (``rate``) from clock time ``t0_s``."""
     return transfer_objects_s(nbytes, objects, bytes_per_s, rtt_s, c.object_workers, c.hop_object_s / speed,
-                              c.hop_s_per_mib / MIB / speed, array_shares)
+                              c.hop_s_per_mib / MIB / speed, array_shares, rate, t0_s)
 
 
 def download_alone_s(c: FlowerCosts, rtt_s: float, objects_s: float, speed: float = 1.0) -> float:

@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 
+from fedbw.netmodel.link_rate import LinkRate
 from fedbw.netmodel.payload import ARRAY_CHUNK_BYTES
 
 #: Bytes of an object that carries no array data (an Array's header, a record, the message): small
@@ -77,10 +78,17 @@ def pipelined_transfer_s(sizes: tuple[float, ...], bytes_per_s: float, rtt_s: fl
     + ``cpu_per_byte_s`` × its size, in one queue shared by all workers), then has its body on the link;
     bodies on the link share its rate equally. The transfer ends when the last body has arrived.
     """
+    if bytes_per_s <= 0 and sizes:
+        return math.inf
+    return _pipelined(sizes, bytes_per_s, None, 0.0, rtt_s, workers, cpu_per_object_s, cpu_per_byte_s)
+
+
+def _pipelined(sizes: Sequence[float], bytes_per_s: float, rate: LinkRate | None, t0_s: float, rtt_s: float,
+               workers: int, cpu_per_object_s: float, cpu_per_byte_s: float) -> float:
+    """:func:`pipelined_transfer_s`, on a link of ``bytes_per_s`` or, with ``rate``, on a traced link from
+    clock time ``t0_s`` (its rate changes are events too). Seconds from the start."""
     if not sizes:
         return 0.0
-    if bytes_per_s <= 0:
-        return math.inf
     workers = max(1, workers)
     queue = iter(sizes)
     cpu_free = 0.0
@@ -99,20 +107,26 @@ def pipelined_transfer_s(sizes: tuple[float, ...], bytes_per_s: float, rtt_s: fl
     for _ in range(workers):
         take(0.0)
     while waiting or bodies:
-        # the next event: a waiting body starts, or the smallest body on the link finishes
+        if rate is not None:  # a traced link: its rate now, and the next step is an event
+            bytes_per_s = rate.rate_at(t0_s + t)
+            t_change = rate.next_change(t0_s + t) - t0_s
+        else:
+            t_change = math.inf
+        # the next event: a waiting body starts, the smallest body on the link finishes, or the rate steps
         t_start = min(w[0] for w in waiting) if waiting else math.inf
         smallest = min(bodies) if bodies else math.inf
-        t_finish = t + smallest * len(bodies) / bytes_per_s if bodies else math.inf
-        if t_finish <= t_start:  # every body moved the smallest one's bytes; it is done (no float drift)
+        t_finish = t + smallest * len(bodies) / bytes_per_s if bodies and bytes_per_s > 0 else math.inf
+        if t_finish <= min(t_start, t_change):  # every body moved the smallest one's bytes: done (no drift)
             bodies.remove(smallest)
             bodies = [b - smallest for b in bodies]
             t = max(t, t_finish)
             take(t)
             continue
+        t_next = min(t_start, t_change)
         if bodies:
-            moved = (t_start - t) * bytes_per_s / len(bodies)
+            moved = (t_next - t) * bytes_per_s / len(bodies)
             bodies = [b - moved for b in bodies]
-        t = t_start
+        t = t_next
         for w in [w for w in waiting if w[0] <= t]:
             waiting.remove(w)
             if w[1] > 0:
@@ -124,8 +138,12 @@ def pipelined_transfer_s(sizes: tuple[float, ...], bytes_per_s: float, rtt_s: fl
 
 def transfer_objects_s(nbytes: float, objects: int, bytes_per_s: float, rtt_s: float, workers: int,
                        cpu_per_object_s: float, cpu_per_byte_s: float,
-                       array_shares: Sequence[float] = ()) -> float:
-    """:func:`pipelined_transfer_s` of a message of ``nbytes`` in ``objects`` objects (:func:`object_layout`)."""
+                       array_shares: Sequence[float] = (), rate: LinkRate | None = None, t0_s: float = 0.0) -> float:
+    """:func:`pipelined_transfer_s` of a message of ``nbytes`` in ``objects`` objects (:func:`object_layout`);
+    with ``rate``, on that traced link from clock time ``t0_s`` (``bytes_per_s`` unused)."""
     sizes = object_layout(float(nbytes), int(objects), tuple(array_shares))
+    if rate is not None:
+        return _pipelined(sizes, 0.0, rate, float(t0_s), float(rtt_s), int(workers), float(cpu_per_object_s),
+                          float(cpu_per_byte_s))
     return pipelined_transfer_s(sizes, float(bytes_per_s), float(rtt_s), int(workers),
                                 float(cpu_per_object_s), float(cpu_per_byte_s))

@@ -14,17 +14,25 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fedbw.netmodel.link_rate import LinkRate
+
 #: Flows within this many bytes of done count as done (float round-off across many events).
 _DONE_BYTES = 1e-6
 
 
 @dataclass(frozen=True)
 class Flow:
-    """One transfer: when it starts, how many bytes, and its own cap (bytes per second; inf = none)."""
+    """One transfer: when it starts, how many bytes, and its own cap (bytes per second; inf = none). With
+    ``rate`` (a traced link: :class:`~fedbw.netmodel.link_rate.LinkRate`) the cap is the trace's rate at
+    each moment instead, and ``cap_bytes_per_s`` is unused."""
 
     start_s: float
     size_bytes: float
     cap_bytes_per_s: float
+    rate: LinkRate | None = None
+
+    def cap_at(self, t_s: float) -> float:
+        return self.cap_bytes_per_s if self.rate is None else self.rate.rate_at(t_s)
 
 
 def water_fill(caps: Sequence[float], capacity: float, counts: Sequence[int] | None = None) -> list[float]:
@@ -89,13 +97,16 @@ def finish_times(flows: Sequence[Flow], capacity_bytes_per_s: float, counts: Seq
         if not active:
             t = flows[pending[-1]].start_s
             continue
-        rates = water_fill([flows[i].cap_bytes_per_s for i in active], capacity_bytes_per_s,
-                           [weights[i] for i in active])
-        # time to the next event: the first active flow to finish, or the next flow to start
+        rates = water_fill([flows[i].cap_at(t) for i in active], capacity_bytes_per_s, [weights[i] for i in active])
+        # time to the next event: the first active flow to finish, the next flow to start, or a traced
+        # flow's next step (its cap changes there)
         to_finish = [0.0 if math.isinf(r) else (left[i] / r if r > 0 else math.inf) for i, r in zip(active, rates)]
         dt = min(to_finish)
         if pending:
             dt = min(dt, flows[pending[-1]].start_s - t)
+        for i in active:
+            if (rate := flows[i].rate) is not None:
+                dt = min(dt, rate.next_change(t) - t)
         if math.isinf(dt):  # nothing moves and nothing else starts: the rest never finish
             for i in active:
                 done[i] = math.inf

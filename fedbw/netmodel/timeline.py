@@ -73,11 +73,6 @@ class ClientStageTiming(NamedTuple):
     late: float = 0.0
 
     @property
-    def counted(self) -> bool:
-        """The server used this reply (late in at most half of the lanes)."""
-        return self.late <= 0.5
-
-    @property
     def parts(self) -> dict[str, float]:
         """t_framework_s split (FRAMEWORK_PARTS); empty without Flower's costs (links only)."""
         if not self.class_parts:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fedbw.netmodel.link_rate import LinkRate
+
 
 def serialization_time_s(num_bytes: float, payload_mbps: float) -> float:
     """Seconds to push ``num_bytes`` of TCP payload through ``payload_mbps`` (10^6 bit/s).
@@ -37,11 +39,22 @@ def transfer_time_s(num_bytes: float, payload_mbps: float, one_way_latency_s: fl
 
 @dataclass(frozen=True)
 class ClientLink:
-    """What the timeline needs to know about one client's link (payload rates)."""
+    """What the timeline needs to know about one client's link (payload rates). A direction with a rate
+    trace (``up_rate``/``down_rate``, :mod:`fedbw.netmodel.link_rate`) follows it; its ``*_payload_mbps``
+    is then the trace's mean, for anything that asks for one number."""
 
     up_payload_mbps: float
     down_payload_mbps: float
     rtt_s: float
+    up_rate: LinkRate | None = None
+    down_rate: LinkRate | None = None
+
+    @property
+    def traced(self) -> bool:
+        return self.up_rate is not None or self.down_rate is not None
+
+    def rate(self, direction: str) -> LinkRate | None:
+        return self.up_rate if direction == "up" else self.down_rate
 
     @property
     def one_way_s(self) -> float:

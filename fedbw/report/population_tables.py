@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fedbw.report.doc_blocks import md_table, result_table
-from fedbw.report.format import fmt_bytes, fmt_s_interval
+from fedbw.report.format import fmt_s, fmt_bytes, fmt_s_interval
 
 POLICIES_CMD = ".venv/bin/python benchmarks/round_policies.py"
 
@@ -30,24 +30,33 @@ def round_policies_markdown(data: dict[str, Any]) -> str:
 
 @result_table("population.engines", "round-policies.json", POLICIES_CMD + " --engines", needs="engines", model=True)
 def round_policy_engines_markdown(data: dict[str, Any]) -> str:
-    """The check across engines: per round, each engine's late clients and round time, and whether the three
-    engines called the same clients late."""
+    """The check across engines, per case: per round, each engine's late clients, round time and (where a
+    trace moves it) client 0's download, and whether the three engines called the same clients late."""
     check = data["engines"]
-    by = {(e["engine"], e["round"]): e for e in check["rows"]}
-    engines = list(dict.fromkeys(e["engine"] for e in check["rows"]))
-    rounds = sorted({e["round"] for e in check["rows"]})
-    rows = []
-    same = 0
-    for r in rounds:
-        cells = [by.get((g, r)) for g in engines]
-        lates = {tuple(c["late"]) for c in cells if c is not None}
-        same += len(lates) == 1 and all(c is not None for c in cells)
-        rows.append([str(r), *(("-" if c is None else f"{fmt_s_interval(c['round_time_s'], c['round_interval_s'])}, "
-                                f"late {', '.join(map(str, c['late'])) or 'none'}") for c in cells)])
-    return (md_table(["round", *engines], rows)
-            + f"\nThe same clients late in every engine in {same} of {len(rounds)} rounds. estimate and simulate "
-              f"share the closing rule's code (fedbw/netmodel/close.py), so their agreement is consistency; emulate "
-              f"shares none of it, and its column is the check. 4 clients sampled for 2 per "
-              f"round (over_select = 2), clients 0 and 1 downloading at 0.5 Mbps, the rest on home-80; the small "
-              f"CNN with synthetic compute. emulate: undilated, real sockets through the shaper; its ServerApp "
-              f"stops pulling on its own clock. `{POLICIES_CMD} --engines`, {check['date']}.\n")
+    cases = check.get("cases") or {"over-selection": "4 clients sampled for 2 per round (over_select = 2), clients "
+                                                     "0 and 1 downloading at 0.5 Mbps, the rest on home-80"}
+    out = []
+    for case, what in cases.items():
+        rows_of = [e for e in check["rows"] if e.get("case", "over-selection") == case]
+        by = {(e["engine"], e["round"]): e for e in rows_of}
+        engines = list(dict.fromkeys(e["engine"] for e in rows_of))
+        rounds = sorted({e["round"] for e in rows_of})
+        traced = "trace" in case
+        rows, same = [], 0
+        for r in rounds:
+            cells = [by.get((g, r)) for g in engines]
+            lates = {tuple(c["late"]) for c in cells if c is not None}
+            same += len(lates) == 1 and all(c is not None for c in cells)
+            rows.append([str(r), *(("-" if c is None else
+                                    f"{fmt_s_interval(c['round_time_s'], c['round_interval_s'])}, late "
+                                    f"{', '.join(map(str, c['late'])) or 'none'}"
+                                    + (f"; client 0's download {fmt_s(c['client0_down_s'])}"
+                                       if traced and c.get("client0_down_s") is not None else ""))
+                                   for c in cells)])
+        out.append(f"**{case}**: {what}.\n\n" + md_table(["round", *engines], rows)
+                   + f"\nThe same clients late in every engine in {same} of {len(rounds)} rounds.\n")
+    return ("\n".join(out) + "\nestimate and simulate share the closing rule's code (fedbw/netmodel/close.py) and "
+            "the traced link's (fedbw/netmodel/link_rate.py), so their agreement is consistency; emulate shares "
+            "none of it, and its column is the check. The small CNN with synthetic compute, 3 rounds. emulate: "
+            "undilated, real sockets through the shaper (which replays the trace from the first round's start); "
+            f"its ServerApp stops pulling on its own clock. `{POLICIES_CMD} --engines`, {check['date']}.\n")

@@ -137,6 +137,10 @@ class TokenBucket:
     def schedule(self) -> RateSchedule:
         return self._schedule
 
+    def reschedule(self, schedule: RateSchedule) -> None:
+        """Follow ``schedule`` from now on (a trace anchored again); bytes already booked keep their times."""
+        self._schedule = schedule
+
     @property
     def t_free(self) -> float:
         """Clock time at which every byte booked so far has been serialized."""

@@ -247,7 +247,7 @@ class LinkDirection:
     ``scheduler`` is None when the direction neither shapes nor delays (bytes go straight through).
     """
 
-    __slots__ = ("direction", "rate", "delay", "scheduler")
+    __slots__ = ("direction", "rate", "delay", "scheduler", "_base", "_steps")
 
     def __init__(
         self,
@@ -264,7 +264,9 @@ class LinkDirection:
     ) -> None:
         self.direction = direction
         base = spec.rate_mbps(direction)
-        steps = [(t0_s + t_s, mbps_to_bytes_per_s(mbps)) for t_s, mbps in spec.trace(direction)]
+        self._base = mbps_to_bytes_per_s(base)
+        self._steps = [(t_s, mbps_to_bytes_per_s(mbps)) for t_s, mbps in spec.trace(direction)]  #: from its start
+        steps = [(t0_s + t_s, rate) for t_s, rate in self._steps]
         self.rate: RateStage | None = None
         if steps or base != math.inf or shared is not None:
             schedule = RateSchedule(mbps_to_bytes_per_s(base), steps)
@@ -283,6 +285,12 @@ class LinkDirection:
             # timer callbacks lands differently from I/O-driven ones), so each link learns its own.
             self.scheduler = LinkScheduler(self.rate, self.delay, timer=PerfTimer(loop, clock=clock),
                                            clock=clock)
+
+    def anchor_trace(self, t0_s: float) -> None:
+        """Start this direction's trace again from ``t0_s`` (clock time): emulate anchors every trace at the
+        first round's start, the model's t = 0. A direction without a trace is left as it is."""
+        if self._steps and self.rate is not None:
+            self.rate.reschedule(RateSchedule(self._base, [(t0_s + t_s, r) for t_s, r in self._steps]))
 
     def close(self) -> None:
         if self.scheduler is not None:
@@ -312,6 +320,10 @@ class Link:
         shared = shared or {}
         self.up = LinkDirection(client_id, spec, "up", shared=shared.get("up"), **kw)
         self.down = LinkDirection(client_id, spec, "down", shared=shared.get("down"), **kw)
+
+    def anchor_traces(self, t0_s: float) -> None:
+        self.up.anchor_trace(t0_s)
+        self.down.anchor_trace(t0_s)
 
     def close(self) -> None:
         self.up.close()

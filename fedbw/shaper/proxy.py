@@ -209,6 +209,14 @@ class Shaper:
                                           start_s=self.t0_s))
                 for d in DIRECTIONS if self.shared_link.rate_mbps(d) != math.inf}
 
+    def anchor_traces(self, t0_s: float | None = None) -> float:
+        """Every traced link follows its trace from ``t0_s`` (default: now, on the shaper's clock) on:
+        :mod:`fedbw.shaper.anchor`. Returns the anchor."""
+        t0 = time.perf_counter() if t0_s is None else t0_s
+        for client in self.clients.values():
+            client.link.anchor_traces(t0)
+        return t0
+
     async def _listen(self, client: ShapedClient) -> None:
         route = client.route
         sock = bind(route.listen_host, route.listen_port, self.sock_buf_bytes)

@@ -8,7 +8,8 @@ in files: the ledger (per connection, :mod:`fedbw.shaper.ledger`) and the link s
 
 The spec file (:func:`write_spec`) holds the routes, the server's shared link and where to write.
 Once every port is bound the process prints one line ``READY {"ports": {client: port}}``; it stops
-cleanly on SIGTERM or SIGINT (last sample taken, files closed) and exits 0; a bad spec or a port it
+cleanly on SIGTERM or SIGINT (last sample taken, files closed) and exits 0; on SIGUSR1 every traced link
+starts its trace again from that moment (:mod:`fedbw.shaper.anchor`) and it prints ``ANCHORED t``; a bad spec or a port it
 cannot bind ends it with exit code 2 and one line saying why.
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fedbw.shaper.anchor import ANCHOR_SIGNAL
 from fedbw.shaper.errors import ShaperError
 from fedbw.shaper.link import ClientRoute, LinkSpec
 from fedbw.shaper.proxy import Shaper
@@ -30,6 +32,8 @@ from fedbw.shaper.series import DEFAULT_INTERVAL_S, SeriesSampler
 from fedbw.shaper.thread import new_event_loop
 
 READY = "READY"
+#: What the process prints when SIGUSR1 started its traces again, with that moment's perf_counter.
+ANCHORED = "ANCHORED"
 
 
 def write_spec(path: str | Path, routes: Sequence[ClientRoute], *, shared_link: LinkSpec | None = None,
@@ -78,6 +82,12 @@ async def serve(spec: dict[str, Any], stop: asyncio.Event) -> dict[str, Any]:
             sampler = SeriesSampler(shaper.ledger, spec["series"], float(spec.get("interval_s") or DEFAULT_INTERVAL_S))
             sampler.start()
         print(READY, json.dumps({"ports": shaper.ports}), flush=True)
+
+        def anchor() -> None:
+            t0 = shaper.anchor_traces()
+            print(f"{ANCHORED} {t0!r}", flush=True)
+
+        asyncio.get_running_loop().add_signal_handler(ANCHOR_SIGNAL, anchor)
         try:
             await stop.wait()
         finally:

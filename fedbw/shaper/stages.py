@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from fedbw.shaper.bucket import TokenBucket
+from fedbw.shaper.bucket import RateSchedule, TokenBucket
 from fedbw.timewarp import Dilation
 
 #: A booking due within this much of "now" is sent at once instead of through a timer round trip.
@@ -188,6 +188,12 @@ class RateStage:
         base = self._schedule.rate_at(0.0)
         simple = self._schedule.constant and shared is None and bucket.burst_bytes == 0.0
         self._fast_rate = base if simple and 0.0 < base < math.inf else None
+
+    def reschedule(self, schedule: RateSchedule) -> None:
+        """The link's rate follows ``schedule`` from now on (a traced link anchored again: the schedule is
+        the same steps, shifted, so it is no more constant than before and no fast path changes)."""
+        self._bucket.reschedule(schedule)
+        self._schedule = schedule
 
     @property
     def quantum_s(self) -> float:

@@ -46,8 +46,17 @@ def clients_for_plan(plan: Plan) -> list[EmulatedClient]:
         f = factor.get(pc.client_id, 1.0)
         up, down = pc.access.up_payload_mbps * f, pc.access.down_payload_mbps * f
         flaps = [fl for fl in faults.flaps if fl.client == pc.client_id]
-        up_trace = flap_trace(up, [(fl.at_s, fl.duration_s) for fl in flaps if fl.direction in ("both", "up")])
-        down_trace = flap_trace(down, [(fl.at_s, fl.duration_s) for fl in flaps if fl.direction in ("both", "down")])
+        if pc.access.trace is not None:  # the trace from the first round's start (fedbw.shaper.anchor) on
+            if flaps:
+                raise ConfigError(f"client {pc.client_id}: faults.flaps on a traced link; put the outage in its "
+                                  "trace (a step of 0 Mbps) instead")
+            horizon = plan.config.emulate.timeout_s
+            up_trace = pc.access.trace_steps("up", horizon, f)
+            down_trace = pc.access.trace_steps("down", horizon, f)
+        else:
+            up_trace = flap_trace(up, [(fl.at_s, fl.duration_s) for fl in flaps if fl.direction in ("both", "up")])
+            down_trace = flap_trace(down, [(fl.at_s, fl.duration_s) for fl in flaps
+                                           if fl.direction in ("both", "down")])
         link = pc.access.shaper_spec(seed=plan.config.seed * 100003 + pc.client_id, rate_factor=f,
                                      up_trace=up_trace, down_trace=down_trace)
         out.append(EmulatedClient(pc.client_id, pc.profile, link, cpu_speed=pc.cpu_speed))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedbw.shaper.anchor import ANCHOR_ENV, anchor_traces_now, write_anchor_pids
 from fedbw.engines.emulate.flower import RunStatus
 from fedbw.engines.emulate.host import HostSample, HostSampler
 from fedbw.engines.emulate.hosts import Hosts, LoopbackHosts, Shapers
@@ -234,13 +235,15 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
             fed = hosts.open(stack, [c.client_id for c in clients], workdir,
                              server_link=None if shared_link is None else shared_link.dilated(warp))
             sup = stack.enter_context(Supervisor())  # entered after the hosts: stops before they go
-            env = process_env(env_extra, warp, capped=caps is not None)
+            anchor_file = workdir / "shaper.pids"  # traced links start at the first round (fedbw.shaper.anchor)
+            env = process_env({**(env_extra or {}), ANCHOR_ENV: str(anchor_file)}, warp, capped=caps is not None)
             dep = fed.deployment(sup, workdir, env)
             stack.callback(dep.close)
             sl_port = dep.start_superlink(superlink_port, cpu_group=groups.get(SERVER))
             shaper = fed.shapers(sup, workdir, {c.client_id: c.link.dilated(warp) for c in clients}, sl_port,
                                  env=dict(os.environ), interval_s=sample_interval_s, cpu_group=groups.get(SHAPER),
                                  dilation=warp)
+            write_anchor_pids(anchor_file, shaper.pids)
             n = len(clients)
             for c in clients:
                 node_cfg = {"partition-id": c.client_id, "num-partitions": n, **dict(c.node_config)}
@@ -250,6 +253,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
             startup_s = time.perf_counter() - t0
             t_submit = time.perf_counter()
             run_id = dep.submit(app_dir, run_config)
+            anchor_traces_now(anchor_file)  # an app of its own has no first-round anchor: the submit is t = 0
             host = HostSampler({k: g for k, g in groups.items() if k >= 0}, warp)
             live = Live(shaper, {c.client_id: dep.supernodes[f"client-{c.client_id}"] for c in clients}, warp, host)
             peak = {"rss": 0, "next": 0.0}

@@ -75,6 +75,7 @@ class Shapers(Protocol):
     """The shaper(s) of a federation: every client's port, and one link series of all of them."""
 
     ports: dict[str, int]
+    pids: list[int]  #: the shaper processes (signalled to anchor traced links: fedbw.shaper.anchor)
 
     def series(self) -> LinkSeries: ...
 
@@ -297,6 +298,7 @@ class HostShapers:
             self.parts[cid] = ShaperProcess(_OnHost(sup, hosts.net, host), workdir / "hosts" / host,  # type: ignore[arg-type]
                                             [route], env=env, interval_s=interval_s, **kwargs)
         self.ports = {k: v for part in self.parts.values() for k, v in part.ports.items()}
+        self.pids = [pid for part in self.parts.values() for pid in part.pids]
 
     def series(self) -> LinkSeries:
         return merge_series([part.series() for part in self.parts.values()])

@@ -51,6 +51,7 @@ class ShaperProcess:
         except RunError as exc:
             raise RunError(f"the link shaper did not start: {exc}") from None
         self.ports = parse_ready(line.text)
+        self.pids = [self.child.pid]  #: to signal (fedbw.shaper.anchor)
         self._reader = SeriesReader(self.series_path, dilation)
 
     def series(self) -> LinkSeries:
