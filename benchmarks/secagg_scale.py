@@ -7,9 +7,11 @@ rounds, along the cohort, the number of shares and the share of clients that dro
             against the estimate engine's prediction (payload.py), which the study's rows use.
 * server  — real SecAgg+ rounds on Flower's workflow in-process (fedbw.fl.privacy.costs.measure_secagg_round,
             100,000 values) at cohorts of 5 to 40, with 3 shares and with about log2(n) (odd), and 0, 10 and
-            30 % of the cohort dropping after the share exchange: the server's unmask stage, measured (best
-            of the repeats) against the model (fedbw.netmodel.secagg_cost.server_stage_s with the shipped
-            calibration's constants), and the extra cost of the dropped clients against the model's.
+            30 % of the cohort dropping after the share exchange: the server's unmask stage, measured (without
+            dropouts the fastest of the repeats; with dropouts the mean of the rounds that finished, since which
+            of a dropped client's shares is lost moves its cost by itself, and how many rounds gave up) against
+            the model (fedbw.netmodel.secagg_cost.server_stage_s with the shipped calibration's constants), and
+            the extra cost of the dropped clients against the model's.
 
 Prints both tables and writes benchmarks/results/secagg-scale.json (made_by: the model's version and
 the calibration). Where the study's cohorts (100, 1,000) lie beyond these, its rows extrapolate the model's
@@ -40,6 +42,8 @@ BYTES_COHORTS = (3, 10, 20)
 SERVER_COHORTS = (5, 10, 20, 40)
 DROPOUT_SHARES = (0.0, 0.1, 0.3)
 VECTOR_LEN = 100_000
+#: Rounds per cell with dropouts (their cost varies from round to round by itself: server_rows).
+DROPOUT_REPEATS = 6
 #: The checks' targets (issue 34.4): bytes per stage exact (within the framing's rounding), the server's
 #: unmasking within 10 %.
 BYTES_TOLERANCE, SERVER_TOLERANCE = 0.01, 0.10
@@ -76,8 +80,9 @@ def bytes_rows() -> list[dict[str, Any]]:
 
 
 def server_rows(repeats: int) -> list[dict[str, Any]]:
-    """Per cohort, shares and dropouts: the server's unmask stage, measured (best of ``repeats``) and
-    modelled, and the dropped clients' extra cost (against the same cohort without dropouts)."""
+    """Per cohort, shares and dropouts: the server's unmask stage, measured (without dropouts the fastest of
+    ``repeats`` rounds; with dropouts the mean of at least ``DROPOUT_REPEATS`` that finished, and how many
+    gave up) and modelled, and the dropped clients' extra cost (against the same cohort without dropouts)."""
     from fedbw.calibration.file import default_calibration
     from fedbw.config.privacy import log2_shares
     from fedbw.fl.privacy.costs import measure_secagg_round
@@ -93,18 +98,26 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                 threshold = shares // 2 + 1
                 if dropped and n - dropped < threshold:
                     continue
-                runs = [measure_secagg_round(n, shares, VECTOR_LEN, dropped=dropped) for _ in range(repeats)]
-                if any("unmask" not in r.server_s for r in runs):  # a dropped client's neighbours dropped too
-                    rows.append({"clients": n, "shares": shares, "dropped": dropped, "halted": True})
-                    print(f"  {n:>3} clients, {shares} shares, {dropped:>2} dropped: SecAgg+ halted (too few of a "
-                          "dropped client's share holders left)", flush=True)
+                # a round with dropouts varies by itself (which of a dropped client's shares is lost changes
+                # pycryptodome's combine by up to 9×; the node ids, and so the draw, are new every round): its
+                # rounds are averaged. Without dropouts only the host varies: the fastest round is the cost.
+                tries = repeats if dropped == 0 else max(repeats, DROPOUT_REPEATS)
+                runs = [measure_secagg_round(n, shares, VECTOR_LEN, dropped=dropped) for _ in range(tries)]
+                done = [r for r in runs if r.halted_at is None]
+                if not done:  # every round gave up: a dropped client's share holders dropped too
+                    rows.append({"clients": n, "shares": shares, "dropped": dropped, "halted": True,
+                                 "halted_runs": len(runs), "runs": len(runs)})
+                    print(f"  {n:>3} clients, {shares} shares, {dropped:>2} dropped: SecAgg+ halted in every round "
+                          "(too few of a dropped client's share holders left)", flush=True)
                     continue
-                measured = min(r.server_s["unmask"] for r in runs)
+                unmask = [r.server_s["unmask"] for r in done]
+                measured = min(unmask) if dropped == 0 else statistics.fmean(unmask)
                 model = server_stage_s("unmask", n, shares, VECTOR_LEN, consts, dropped)
                 if dropped == 0:
                     base = {"measured": measured, "model": model}
                 row = {"clients": n, "shares": shares, "dropped": dropped, "measured_s": measured, "model_s": model,
-                       "error": (model - measured) / measured}
+                       "error": (model - measured) / measured, "runs": len(runs), "halted_runs": len(runs) - len(done),
+                       "measured_range_s": [min(unmask), max(unmask)]}
                 if dropped and base:
                     row["dropped_cost_measured_s"] = measured - base["measured"]
                     row["dropped_cost_model_s"] = model - base["model"]
@@ -138,7 +151,7 @@ def main() -> None:
         data["server"] = server_rows(args.repeats)
     data.update({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                  "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-                 "vector_len": VECTOR_LEN, "repeats": args.repeats, "made_by": model_stamp(load_costs(None)),
+                 "vector_len": VECTOR_LEN, "repeats": args.repeats, "dropout_repeats": max(args.repeats, DROPOUT_REPEATS), "made_by": model_stamp(load_costs(None)),
                  "targets": {"bytes": BYTES_TOLERANCE, "server": SERVER_TOLERANCE}})
     OUT.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)} ({time.perf_counter() - t0:.0f} s)")

@@ -107,17 +107,24 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
     for r in data["server"]:
         if r.get("halted"):
             rows.append([str(r["clients"]), str(r["shares"]), str(r["dropped"]), "halted", "-", "-",
-                         "too few of a dropped client's share holders left"])
+                         f"every round gave up ({r.get('runs', data['repeats'])}): too few of a dropped client's "
+                         "share holders left"])
             continue
         extra = ("-" if "dropped_cost_measured_s" not in r else
                  f"{fmt_s(r['dropped_cost_measured_s'])} / {fmt_s(r['dropped_cost_model_s'])}")
+        if r.get("dropped") and "measured_range_s" in r:  # rounds with dropouts vary by themselves: their range
+            lo, hi = r["measured_range_s"]
+            extra += f" (rounds {fmt_s(lo)}–{fmt_s(hi)}" + (f"; {r['halted_runs']} of {r['runs']} gave up"
+                                                             if r.get("halted_runs") else "") + ")"
         rows.append([str(r["clients"]), str(r["shares"]), str(r["dropped"]), fmt_s(r["measured_s"]),
                      fmt_s(r["model_s"]), _pct(r["error"]), extra])
     within = sum(abs(r["error"]) <= tol_s for r in measured)
     out.append(md_table(["clients", "shares", "dropped", "unmask measured", "unmask model", "error",
                          "dropped clients' cost: measured / model"], rows, right=set(range(7)))
-               + f"\nThe server's unmask stage, {data['vector_len']:,} values, best of {data['repeats']} real rounds "
-                 f"on Flower's SecAgg+ workflow in-process: {within} of {len(measured)} within {100 * tol_s:g} %"
+               + f"\nThe server's unmask stage, {data['vector_len']:,} values, real rounds on Flower's SecAgg+ "
+                 f"workflow in-process (without dropouts the fastest of {data['repeats']}; with dropouts the mean of "
+                 + (f"{data['dropout_repeats']} rounds, those that finished" if "dropout_repeats" in data
+                    else f"the best of {data['repeats']}") + f"): {within} of {len(measured)} within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data['date']} on {data['machine']}.\n")
     return "\n".join(out)

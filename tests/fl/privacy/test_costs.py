@@ -38,3 +38,21 @@ def test_measured_constants_and_a_real_round():
     dropped = measure_secagg_round(5, 3, 50_000, dropped=1)
     assert dropped.dropped == 1 and set(dropped.client_s) == {"setup", "share_keys", "collect_masked_vectors",
                                                               "unmask"}
+
+
+def test_a_round_that_gives_up_says_where_so_its_time_is_not_read_as_a_cost() -> None:
+    """With 3 shares and 3 of 10 clients silent after the share exchange, some dropped client's share holders
+    dropped too: Flower's workflow gives up. Its stages' times are then not the stages' costs."""
+    from fedbw.fl.privacy.costs import measure_secagg_round
+
+    gave_up = measure_secagg_round(10, 3, 1000, dropped=3)
+    assert gave_up.halted_at is not None and "unmask" not in gave_up.server_s
+    assert measure_secagg_round(5, 3, 1000).halted_at is None
+
+
+def test_a_dropped_clients_key_is_timed_from_its_neighbours_shares_with_each_one_lost_in_turn() -> None:
+    from fedbw.fl.privacy.costs import measure_secagg_samples
+
+    samples = measure_secagg_samples(1, shares=(3, 5), vector_lengths=(1000,))
+    assert [x for x, _ in samples.samples["combine_key"]] == [4, 16]  # k² for k = shares − 1 holders left
+    assert [x for x, _ in samples.samples["combine_seed"]] == [9, 25]
