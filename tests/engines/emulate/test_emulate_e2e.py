@@ -219,3 +219,27 @@ def test_over_selection_closes_the_round_on_the_serverapps_clock_and_records_the
         assert late == late_events.get(rnd.round, []) and set(late) <= {0, 1}
         assert rnd.num_clients == 4 and rnd.replies == 4 - len(late) and rnd.late_clients == len(late)
         assert not any(c.dropped for c in clients if c.round == rnd.round)
+
+
+def test_a_traced_link_starts_its_trace_at_the_first_round(tmp_path: Path) -> None:
+    """A trace in the config (issue 32.1) under emulate: the shaper starts it again when fedbw's ServerApp
+    begins its first round (SIGUSR1, ``ANCHORED`` in the shaper's log, after the submit's), so client 0's
+    downlink, fast for the trace's first 6 s and 0.4 Mbps after, carries round 1's model fast and round 2's
+    slowly (the small CNN's 0.55 MB: about 11 s), as the model says."""
+    before = _workdirs()
+    trace = tmp_path / "step.csv"
+    trace.write_text("t_s,up_mbps,down_mbps\n0,80,1000\n6,80,0.4\n60,80,0.4\n")
+    cfg = config_from_dict({
+        "name": "e2e-trace", "engine": "emulate", "output_dir": str(tmp_path), "model": {"name": "small-cnn"},
+        "clients": {"total": 2, "per_round": 2, "compute": "synthetic"}, "training": {"rounds": 2},
+        "network": {"profile": "home-80", "trace_phase": "aligned", "overrides": [{"client": 0, "trace": str(trace)}]},
+    })
+    result = run_experiment(cfg)
+    _assert_clean(before)
+    shaper_log = (Path(result.run_dir) / "emulate-logs" / "shaper.log").read_text()
+    assert shaper_log.count("ANCHORED") >= 2, shaper_log[-2000:]  # the submit's, then the first round's
+    clients, _ = load_records(result.run_dir)
+    down = {c.round: s.t_down_s for c in clients if c.client_id == 0 for s in c.stages if s.stage == "fit"}
+    other = {c.round: s.t_down_s for c in clients if c.client_id == 1 for s in c.stages if s.stage == "fit"}
+    assert down[1] < 2.0 and other[2] < 2.0, (down, other)
+    assert 8.0 < down[2] < 20.0, down  # 0.55 MB at 0.4 Mbps of line rate: ≈ 11.5 s

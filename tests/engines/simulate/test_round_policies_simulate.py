@@ -50,3 +50,26 @@ def test_the_serverapp_leaves_out_exactly_the_clients_the_records_call_late(tmp_
         assert r.replies == 6 - len(late_records[r.round]) and not r.abandoned
         assert r.wasted_bytes_up == pytest.approx(sum(c.bytes_up for c in res.clients
                                                       if c.round == r.round and c.late))
+
+
+@pytest.mark.slow
+def test_a_traced_link_in_simulate_moves_the_bytes_the_estimate_engine_moves(tmp_path: Path) -> None:
+    """A trace in the config reaches simulate's clock through the plan file (issue 32.1): client 0's
+    downlink falls to 0.4 Mbps 6 s into the run, and simulate's records time its downloads as estimate's do
+    (one model: this checks the plumbing, emulate is the independent check)."""
+    from fedbw.runner import run_experiment
+
+    trace = tmp_path / "step.csv"
+    trace.write_text("t_s,up_mbps,down_mbps\n0,80,1000\n6,80,0.4\n60,80,0.4\n")
+    downs = {}
+    for engine in ("estimate", "simulate"):
+        cfg = config_from_dict({"name": f"trace-{engine}", "engine": engine, "device": "cpu", "seed": 0,
+                                "output_dir": str(tmp_path), "model": {"name": "small-cnn"},
+                                "clients": {"total": 2, "per_round": 2, "compute": "synthetic"},
+                                "training": {"rounds": 2},
+                                "network": {"profile": "home-80", "trace_phase": "aligned",
+                                            "overrides": [{"client": 0, "trace": str(trace)}]}})
+        res = run_experiment(cfg)
+        downs[engine] = {c.round: c.t_down_s for c in res.clients if c.client_id == 0}
+    assert downs["simulate"] == pytest.approx(downs["estimate"], rel=0.02)
+    assert downs["simulate"][1] < 2.0 < 8.0 < downs["simulate"][2]
