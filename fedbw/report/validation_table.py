@@ -31,7 +31,8 @@ def trial_gap(row: dict[str, Any]) -> float | None:
 
 def _rows(rows: list[dict[str, Any]]) -> str:
     head = ["row (model, profile, clients)", "dilation", "emulate steady rounds", "trials apart", "simulate [80 %]",
-            "estimate", "round error (median)", "median abs error", "pooled mean inside", "single rounds inside",
+            "estimate", "round error (median)", "median abs error", "mean error", "pooled mean inside",
+            "single rounds inside",
             "transfers ≥ 1 s", "transfer median abs error", "host-bound rounds"]
     body = []
     for r in rows:
@@ -43,7 +44,7 @@ def _rows(rows: list[dict[str, Any]]) -> str:
                      fmt_s(r["estimate_steady_mean_s"]), fmt_signed_pct(r["round_median_error"]),
                      fmt_pct(r["round_median_abs_error"]) if r["round_median_abs_error"] is None
                      else f"{100 * r['round_median_abs_error']:.1f} %",
-                     _yes(r["pooled_inside_interval"]), fmt_pct(r["single_rounds_inside_interval"]),
+                     fmt_signed_pct(r.get("mean_error")), _yes(r["pooled_inside_interval"]), fmt_pct(r["single_rounds_inside_interval"]),
                      str(r["transfers_ge_1s"]),
                      "-" if r["transfer_median_abs_error"] is None else f"{100 * r['transfer_median_abs_error']:.1f} %",
                      f"{r['host_bound_rounds']} of {r['rounds']}"])
@@ -89,7 +90,11 @@ def _verdict(v: dict[str, Any], targets: dict[str, float], planned: int, rows: l
     share = v["share_inside_interval"]
     return (f"Rows finished: {v['rows']} of {planned}. Round time: {v['rows_round_within_target']} of {v['rows']} "
             f"rows within {100 * targets['round_median_abs_error']:.0f} % (median abs error; median over rows "
-            f"{100 * v['median_of_row_round_errors']:.1f} %). Emulate's pooled steady rounds inside the model's 80 % "
+            f"{100 * v['median_of_row_round_errors']:.1f} %)"
+            + (f"; emulate's mean round within {100 * targets['round_median_abs_error']:.0f} % of the model's in "
+               f"{v['rows_mean_within_target']} of {v['rows']} rows (median {100 * v['median_of_row_mean_errors']:.1f} %)"
+               if v.get("median_of_row_mean_errors") is not None else "")
+            + ". Emulate's pooled steady rounds inside the model's 80 % "
             f"interval: {v['rows_inside_interval']} of {v['rows']} rows"
             + ("" if share is None else f" ({100 * share:.0f} %, target {100 * targets['rows_inside_interval']:.0f} %)")
             + f". Transfers ≥ 1 s, rows without a host-bound round: {v['rows_transfers_within_target']} of "
@@ -152,3 +157,20 @@ def stability_markdown(data: dict[str, Any]) -> str:
             + f"\n{within} of {len(rows)} rows within 3 %; largest difference "
               f"{fmt_signed_pct(max((r['diff'] for r in data['rows']), key=abs))}. Written {data['date']} on "
               f"{data['machine']}.\n")
+
+
+@result_table("fidelity.model-change", "model-change.json",
+              ".venv/bin/python benchmarks/model_change.py --frozen-root <a checkout of the freeze's commit>")
+def model_change_markdown(data: dict[str, Any]) -> str:
+    """Whether the validation grids' rounds moved between the frozen model and the current one (estimate)."""
+    from fedbw.netmodel.version import model_version
+
+    n, diff = len(data["rows"]), data["max_rel_diff"]
+    current = data["current_model"]
+    note = "" if current == model_version() else (f" (this fedbw's model is {model_version()}, not checked here: "
+                                                  "run the script again)")
+    verdict = ("the same rounds, bit for bit" if diff == 0 else
+               f"rounds that differ by at most {100 * diff:.3g} % (rows: {', '.join(data['rows_differing'])})")
+    return (f"Every validation grid's {n} rows, timed by estimate under the frozen model {data['frozen_model']} "
+            f"(commit {data['frozen_commit'][:10]}) and under {current}{note}: {verdict}. "
+            f"`benchmarks/model_change.py`, {data['date']}.\n")
