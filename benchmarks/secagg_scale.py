@@ -23,6 +23,7 @@ Usage: .venv/bin/python benchmarks/secagg_scale.py [bytes] [server] [--repeats 2
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import logging
 import os
@@ -76,6 +77,28 @@ def bytes_rows() -> list[dict[str, Any]]:
                     m, p = mean(measured), mean(predicted)
                     rows.append({"clients": n, "stage": stage, "direction": direction, "measured_bytes": m,
                                  "predicted_bytes": p, "error": (p - m) / m if m else 0.0})
+    return rows
+
+
+def combine_rows(repeats: int = 5) -> list[dict[str, Any]]:
+    """What the server pays to combine a dropped client's key (a 306-byte private key, Shamir-shared) from
+    its neighbours' shares, its own share lost, for each share that may be the lost one (the fastest of
+    ``repeats`` each): which one is lost moves the cost, and a round's node ids decide it."""
+    from flwr.common.secure_aggregation.crypto.shamir import combine_shares, create_shares
+    from flwr.supercore.primitives.asymmetric import generate_key_pairs, private_key_to_bytes
+
+    key = private_key_to_bytes(generate_key_pairs()[0])
+    rows = []
+    for shares in (3, 5):
+        held = create_shares(key, shares // 2 + 1, shares)
+        for lost in range(shares):
+            kept = held[:lost] + held[lost + 1:]
+            best = math.inf
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                combine_shares(kept)
+                best = min(best, time.perf_counter() - t0)
+            rows.append({"shares": shares, "lost": lost, "combine_s": best})
     return rows
 
 
@@ -148,6 +171,7 @@ def main() -> None:
         worst = max(abs(r["error"]) for r in data["bytes"])
         print(f"bytes: largest |error| {100 * worst:.2f} % over {len(data['bytes'])} stage rows")
     if "server" in args.parts:
+        data["combine_key"] = combine_rows()
         data["server"] = server_rows(args.repeats)
     data.update({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                  "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",

@@ -127,4 +127,11 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
                     else f"the best of {data['repeats']}") + f"): {within} of {len(measured)} within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data['date']} on {data['machine']}.\n")
+    if data.get("combine_key"):  # why rounds with dropouts vary: which share of a dropped client is lost
+        by: dict[int, list[float]] = {}
+        for c in data["combine_key"]:
+            by.setdefault(c["shares"], []).append(c["combine_s"])
+        out.append("Combining a dropped client's key from its neighbours' shares (its own lost), by which share is "
+                   "lost: " + "; ".join(f"{n} shares {fmt_s(min(v))}–{fmt_s(max(v))}" for n, v in sorted(by.items()))
+                   + " (the fastest of 5 each).\n")
     return "\n".join(out)
