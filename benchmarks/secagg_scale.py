@@ -102,6 +102,21 @@ def combine_rows(repeats: int = 5) -> list[dict[str, Any]]:
     return rows
 
 
+#: The survival grid (the study's SecAgg+ settings: threshold 2; 3 shares and about log2 n).
+SURVIVAL_COHORTS, SURVIVAL_DROPOUTS, SURVIVAL_THRESHOLD = (10, 100, 1000), (0.1, 0.3), 2
+
+
+def survival_rows() -> list[dict[str, Any]]:
+    """The chance a round completes (fedbw.privacy.secagg_dropouts, Flower 1.42's rule) at the study's cohorts
+    and settings, with 10 and 30 % of the cohort dropping after the share exchange."""
+    from fedbw.config.privacy import log2_shares
+    from fedbw.privacy.secagg_dropouts import completion_probability
+
+    return [{"clients": n, "shares": shares, "threshold": SURVIVAL_THRESHOLD, "dropout": frac,
+             "completes": completion_probability(n, shares, SURVIVAL_THRESHOLD, round(frac * n))}
+            for n in SURVIVAL_COHORTS for shares in sorted({3, log2_shares(n)}) for frac in SURVIVAL_DROPOUTS]
+
+
 def server_rows(repeats: int) -> list[dict[str, Any]]:
     """Per cohort, shares and dropouts: the server's unmask stage, measured (without dropouts the fastest of
     ``repeats`` rounds; with dropouts the mean of at least ``DROPOUT_REPEATS`` that finished, and how many
@@ -110,6 +125,7 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
     from fedbw.config.privacy import log2_shares
     from fedbw.fl.privacy.costs import measure_secagg_round
     from fedbw.netmodel.secagg_cost import server_stage_s
+    from fedbw.privacy.secagg_dropouts import completion_probability
 
     consts = default_calibration().secagg
     assert consts is not None, "the shipped calibration has SecAgg+ constants"
@@ -127,9 +143,10 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                 tries = repeats if dropped == 0 else max(repeats, DROPOUT_REPEATS)
                 runs = [measure_secagg_round(n, shares, VECTOR_LEN, dropped=dropped) for _ in range(tries)]
                 done = [r for r in runs if r.halted_at is None]
+                completes = completion_probability(n, shares, threshold, dropped)
                 if not done:  # every round gave up: a dropped client's share holders dropped too
                     rows.append({"clients": n, "shares": shares, "dropped": dropped, "halted": True,
-                                 "halted_runs": len(runs), "runs": len(runs)})
+                                 "halted_runs": len(runs), "runs": len(runs), "model_completes": completes})
                     print(f"  {n:>3} clients, {shares} shares, {dropped:>2} dropped: SecAgg+ halted in every round "
                           "(too few of a dropped client's share holders left)", flush=True)
                     continue
@@ -140,6 +157,7 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                     base = {"measured": measured, "model": model}
                 row = {"clients": n, "shares": shares, "dropped": dropped, "measured_s": measured, "model_s": model,
                        "error": (model - measured) / measured, "runs": len(runs), "halted_runs": len(runs) - len(done),
+                       "model_completes": completes,
                        "measured_range_s": [min(unmask), max(unmask)]}
                 if dropped and base:
                     row["dropped_cost_measured_s"] = measured - base["measured"]
@@ -172,6 +190,7 @@ def main() -> None:
         print(f"bytes: largest |error| {100 * worst:.2f} % over {len(data['bytes'])} stage rows")
     if "server" in args.parts:
         data["combine_key"] = combine_rows()
+        data["survival"] = survival_rows()
         data["server"] = server_rows(args.repeats)
     data.update({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                  "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",

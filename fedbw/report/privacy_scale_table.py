@@ -105,17 +105,19 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
     rows = []
     measured = [r for r in data["server"] if not r.get("halted")]
     for r in data["server"]:
+        survive = ("" if "model_completes" not in r else
+                   f"; rounds completed {r['runs'] - r['halted_runs']} of {r['runs']}, model "
+                   f"{100 * r['model_completes']:.0f} %")
         if r.get("halted"):
             rows.append([str(r["clients"]), str(r["shares"]), str(r["dropped"]), "halted", "-", "-",
                          f"every round gave up ({r.get('runs', data['repeats'])}): too few of a dropped client's "
-                         "share holders left"])
+                         "share holders left" + survive])
             continue
         extra = ("-" if "dropped_cost_measured_s" not in r else
                  f"{fmt_s(r['dropped_cost_measured_s'])} / {fmt_s(r['dropped_cost_model_s'])}")
         if r.get("dropped") and "measured_range_s" in r:  # rounds with dropouts vary by themselves: their range
             lo, hi = r["measured_range_s"]
-            extra += f" (rounds {fmt_s(lo)}–{fmt_s(hi)}" + (f"; {r['halted_runs']} of {r['runs']} gave up"
-                                                             if r.get("halted_runs") else "") + ")"
+            extra += f" (rounds {fmt_s(lo)}–{fmt_s(hi)}{survive})"
         rows.append([str(r["clients"]), str(r["shares"]), str(r["dropped"]), fmt_s(r["measured_s"]),
                      fmt_s(r["model_s"]), _pct(r["error"]), extra])
     within = sum(abs(r["error"]) <= tol_s for r in measured)
@@ -127,6 +129,15 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
                     else f"the best of {data['repeats']}") + f"): {within} of {len(measured)} within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data['date']} on {data['machine']}.\n")
+    if data.get("survival"):  # the chance a round completes at the study's settings (the model's rule)
+        srows = [[str(r["clients"]), str(r["shares"]), f"{100 * r['dropout']:.0f} %",
+                  f"{100 * r['completes']:.1f} %"] for r in data["survival"]]
+        out.append(md_table(["clients", "shares", "dropping after the share exchange", "rounds that complete"], srows,
+                            right={0, 1, 2, 3})
+                   + "\nWhether a SecAgg+ round survives its dropouts, at the study's settings (threshold 2): Flower "
+                     "1.42 halts the round unless every sampled node keeps 2 active share holders among those around it "
+                     "on a shuffled ring (`fedbw/privacy/secagg_dropouts.py`; the rounds above check the rule against "
+                     "real rounds).\n")
     if data.get("combine_key"):  # why rounds with dropouts vary: which share of a dropped client is lost
         by: dict[int, list[float]] = {}
         for c in data["combine_key"]:
