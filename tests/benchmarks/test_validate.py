@@ -140,3 +140,15 @@ def test_the_trials_gap_is_the_spread_of_their_means_over_the_pooled_mean() -> N
     same = {"trials": 2, "emulate_steady_rounds_s": [9.0, 9.0, 9.0, 9.0]}
     text = _repeatability([row, same, row], 0.05)
     assert "a median 9.5 % apart (largest 9.5 %); in 2 of 3 rows further apart than the 5 %" in text
+
+
+def test_the_model_change_line_says_whether_the_grids_rounds_moved() -> None:
+    from fedbw.netmodel.version import model_version
+    from fedbw.report.validation_table import model_change_markdown
+
+    data = {"date": "d", "frozen_model": "m-old", "frozen_commit": "a" * 40, "current_model": model_version(),
+            "rows": {"a": {"frozen": [1.0], "current": [1.0]}}, "max_rel_diff": 0.0, "rows_differing": []}
+    assert "the same rounds, bit for bit" in model_change_markdown(data)
+    moved = {**data, "max_rel_diff": 0.02, "rows_differing": ["a"], "current_model": "m-other"}
+    text = model_change_markdown(moved)
+    assert "differ by at most 2 % (rows: a)" in text and "not checked here" in text

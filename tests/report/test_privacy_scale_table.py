@@ -42,3 +42,23 @@ def test_the_secagg_check_reports_bytes_and_unmasking_against_their_targets() ->
     assert "| 3 | setup | up | 1,000 | 1,005 | +0.50 % |" in text and "largest |error| 0.50 % (within" in text
     assert "| 5 | 3 | 2 | 40.00 ms | 50.00 ms | +25.00 % | 20.00 ms / 29.00 ms |" in text
     assert "1 of 2 within 10 %" in text
+
+
+def test_rounds_with_dropouts_show_their_range_what_completed_and_the_survival_table() -> None:
+    from fedbw.report.privacy_scale_table import secagg_scale_markdown
+
+    data = {"targets": {"bytes": 0.01, "server": 0.10}, "vector_len": 100_000, "repeats": 2, "dropout_repeats": 6,
+            "date": "d", "machine": "m", "made_by": model_stamp(load_costs(None)),
+            "server": [{"clients": 20, "shares": 3, "dropped": 0, "measured_s": 0.06, "model_s": 0.06, "error": 0.0},
+                       {"clients": 20, "shares": 3, "dropped": 2, "measured_s": 0.07, "model_s": 0.08, "error": 0.14,
+                        "dropped_cost_measured_s": 0.01, "dropped_cost_model_s": 0.02, "runs": 6, "halted_runs": 1,
+                        "model_completes": 0.787, "measured_range_s": [0.065, 0.09]},
+                       {"clients": 20, "shares": 3, "dropped": 6, "halted": True, "runs": 6, "halted_runs": 6,
+                        "model_completes": 0.002}],
+            "survival": [{"clients": 100, "shares": 3, "threshold": 2, "dropout": 0.1, "completes": 0.117}],
+            "combine_key": [{"shares": 3, "lost": 0, "combine_s": 0.001}, {"shares": 3, "lost": 1, "combine_s": 0.009}]}
+    text = secagg_scale_markdown(data)
+    assert "(rounds 65.00 ms–90.00 ms; rounds completed 5 of 6, model 79 %)" in text
+    assert "every round gave up (6)" in text and "rounds completed 0 of 6, model 0 %" in text
+    assert "| 100 | 3 | 10 % | 11.7 % |" in text
+    assert "3 shares 1.00 ms–9.00 ms" in text and "the mean of 6 rounds, those that finished" in text
