@@ -17,3 +17,10 @@ SECAGG_STAGES = ("setup", "share_keys", "collect_masked_vectors", "unmask")
 #: The SuperExec's task poll (``flwr.supercore.superexec.run_superexec`` sleeps this long between polls,
 #: FLWR_SUPEREXEC_TASK_POLL_INTERVAL's default): a ClientApp's launch may wait this long on any host.
 SUPEREXEC_TASK_POLL_S = 1.0
+#: A SuperNode's heartbeat (``flwr.common.constant``: HEARTBEAT_DEFAULT_INTERVAL, HEARTBEAT_PATIENCE): the
+#: SuperLink counts a node on line until its last heartbeat + interval × patience, then the messages it
+#: still owes come back to the ServerApp as errors. A node that dies at a random moment is noticed
+#: interval × (patience − 1) to interval × patience later (30–60 s): what a dropout costs a stage that has
+#: no timeout of its own.
+HEARTBEAT_INTERVAL_S = 30.0
+HEARTBEAT_PATIENCE = 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from fedbw.links import AccessLink, planned_links, server_link
 from fedbw.netmodel.secagg_cost import STAGES as SECAGG_COST_STAGES, client_stage_s, server_stage_s
 from fedbw.netmodel import ClientLink, DeploymentClock, FlowerCosts, MessageSizes, ServerLink, round_exchanges
 from fedbw.netmodel.flower import costs_from_json
-from fedbw.netmodel.close import StageClose
+from fedbw.netmodel.close import DROPOUT_STAGE, SecAggDropouts, StageClose
 from fedbw.privacy.accounting import plan_budget
 from fedbw.privacy.sampling import Sampler
 from fedbw.traces import RateSeries, RateTrace
@@ -78,6 +79,16 @@ class Plan:
         """Clients trained in round ``round_index`` (1-based): a seeded draw without replacement."""
         return self.samples[round_index - 1]
 
+    def secagg_dropped(self, round_index: int) -> list[int]:
+        """The sampled clients that drop after round ``round_index``'s SecAgg+ share exchange
+        (``privacy.secagg.dropout`` of the cohort, rounded; a seeded draw per round; none without it)."""
+        sa = self.config.privacy.secagg
+        if not (sa.enabled and sa.dropout > 0):
+            return []
+        ids = self.sampled_clients(round_index)
+        k = min(len(ids) - 1, round(sa.dropout * len(ids))) if ids else 0
+        return sorted(random.Random(f"{self.config.seed}:secagg-dropout:{round_index}").sample(ids, max(0, k)))
+
     def epsilon_after(self, round_index: int) -> float | None:
         return None if self.epsilons is None else self.epsilons[round_index - 1]
 
@@ -113,11 +124,12 @@ class Plan:
         return DeploymentClock(self.costs, self.config.deployment.poll_phase, self.config.seed,
                                array_shares=self.model.array_shares)
 
-    def timeline_options(self) -> dict[str, Any]:
+    def timeline_options(self, round_index: int | None = None) -> dict[str, Any]:
         """What :func:`fedbw.netmodel.round_timeline` needs from the plan besides rows and a clock: the
         shared server link, each client's CPU speed, the per-process set-up of fedbw's real-training apps (a
-        deployment starts a ClientApp process per message; simulate's Ray actors do not), and when the
-        training stage closes (``[round]``)."""
+        deployment starts a ClientApp process per message; simulate's Ray actors do not), when the training
+        stage closes (``[round]``), and, for ``round_index``, the SecAgg+ dropouts: who drops, how long the
+        server waits for them (its stage timeout, else Flower's heartbeat), their cost in the unmasking."""
         real = self.config.clients.compute == "real"
         # clients as fast as the calibration machine are left out: the clock reads an absent client as 1.0
         speeds = {c.client_id: c.cpu_speed for c in self.clients if c.cpu_speed != 1.0}
@@ -131,13 +143,20 @@ class Plan:
         if crypto is not None:
             params = self.model.params
 
+            dropped = self.secagg_dropped(round_index) if round_index is not None else []
+
             def server_crypto_s(stage: str, clients: int) -> float:
-                """The server's SecAgg+ work after a stage: summing masked vectors, unmasking."""
+                """The server's SecAgg+ work after a stage: summing masked vectors, unmasking (``clients``: the
+                stage's; the unmasking also reconstructs what the dropped clients owed)."""
                 if stage not in SECAGG_COST_STAGES:
                     return 0.0
-                return server_stage_s(stage, clients, min(sa.shares(clients), clients), params, crypto)
+                gone = len(dropped) if stage == "unmask" else 0
+                n = clients + gone
+                return server_stage_s(stage, n, min(sa.shares(n), n), params, crypto, gone)
 
             opts["server_extra_s"] = server_crypto_s
+            if dropped:
+                opts["dropped"] = SecAggDropouts(frozenset(dropped), DROPOUT_STAGE, sa.timeout_s)
         return opts
 
     @cached_property

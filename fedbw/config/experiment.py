@@ -103,6 +103,16 @@ class ExperimentConfig(Section):
                 raise ValueError(f"faults.drops: round {d.round} is after the last round ({self.training.rounds})")
         check_privacy(self.privacy, c, self.compression)
         self._check_round()
+        sa = self.privacy.secagg
+        if sa.dropout > 0:
+            if not sa.enabled:
+                raise ValueError("privacy.secagg.dropout needs SecAgg+ (privacy.secagg.enabled = true)")
+            if self.engine != "estimate":
+                raise ValueError(f"privacy.secagg.dropout is modelled by the estimate engine only; {self.engine} "
+                                 "runs real clients: under emulate drop them with [faults] drops (docs/emulate.md)")
+            if self.framework != "flower-deployment":
+                raise ValueError('privacy.secagg.dropout needs Flower\'s deployment clock (framework = '
+                                 '"flower-deployment"): what a dropout costs is how long the server waits for it')
         return self
 
     def _check_round(self) -> None:

@@ -39,6 +39,10 @@ class SecAggConfig(Section):
     modulus_range: int = Field(2**32, gt=0, description="a power of two, at most 2**32 (Flower's limit)")
     timeout_s: float | None = Field(None, gt=0, description="seconds a SecAgg+ stage waits for replies; unset: "
                                                             "Flower's default (wait for every client)")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="estimate: the share of each round's cohort that drops "
+                                                            "after the share exchange (silent from the masked "
+                                                            "vectors on); emulate drops real clients with "
+                                                            "[faults] drops")
 
     def shares(self, cohort: int) -> int:
         """The number of shares in a round of ``cohort`` clients: ``num_shares``, or its rule resolved."""

@@ -35,7 +35,14 @@ def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = 
     else:
         rows = [(cid, link_of(cid), clients[cid].est_compute_s) for cid in ids]
     exchanges = plan.predicted_exchanges(round_index)
-    return round_timeline(rows, exchanges, deployment=clock, **plan.timeline_options())
+    opts = plan.timeline_options(round_index)
+    dropped = opts.get("dropped")
+    if dropped is None or clock is None:
+        opts.pop("dropped", None)
+        return round_timeline(rows, exchanges, deployment=clock, **opts)
+    # SecAgg+ dropouts: their exchanges end before the stage they miss
+    cut = exchanges[:next(i for i, e in enumerate(exchanges) if e.stage == dropped.stage)]
+    return round_timeline(rows, lambda cid: cut if cid in dropped.clients else exchanges, deployment=clock, **opts)
 
 
 def steady_timeline(plan: Plan, client_ids: list[int] | None = None,
@@ -59,12 +66,25 @@ def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
             timeline = estimate_round(plan, r, clock=clock)
             clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline,
                                                  epsilon=plan.epsilon_after(r), privacy=planned_privacy_round(plan, r))
+            if dropped := plan.secagg_dropped(r):  # who dropped, and the chance Flower completes such a round
+                rnd.extra["secagg_dropped"] = dropped
+                rnd.extra["secagg_completes"] = secagg_completes(plan, r)
         result.clients += clients
         result.rounds.append(rnd)
         if writer:
             writer.write([*clients, rnd])
         progress(r, len(clients), len(clients))
     return result
+
+
+def secagg_completes(plan: Plan, round_index: int) -> float:
+    """The chance Flower's SecAgg+ completes round ``round_index`` with its planned dropouts (its threshold
+    rule on a shuffled ring: :mod:`fedbw.privacy.secagg_dropouts`)."""
+    from fedbw.privacy.secagg_dropouts import completion_probability
+
+    sa, n = plan.config.privacy.secagg, len(plan.sampled_clients(round_index))
+    return completion_probability(n, sa.shares(n), sa.reconstruction_threshold, len(plan.secagg_dropped(round_index)),
+                                  seed=plan.config.seed)
 
 
 def steady_round(plan: Plan) -> int:

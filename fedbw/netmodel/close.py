@@ -50,6 +50,24 @@ class StageClose:
 
 WAIT_FOR_ALL = StageClose()
 
+#: The first SecAgg+ stage a client that dropped after the share exchange misses: the server pushes it its
+#: masked-vector request and waits for the reply that never comes.
+DROPOUT_STAGE = "collect_masked_vectors"
+
+
+@dataclass(frozen=True)
+class SecAggDropouts:
+    """Clients that drop after a SecAgg+ round's share exchange (``privacy.secagg.dropout``): they are sent
+    ``stage``'s message and never answer. Flower's ServerApp keeps pulling until their messages come back
+    as errors, when the SuperLink stops counting them on line (their last heartbeat + interval × patience:
+    :data:`fedbw.flower_protocol.HEARTBEAT_INTERVAL_S`), or until the stage's own timeout (``timeout_s``,
+    ``SecAggPlusWorkflow(timeout=…)``), whichever comes first. From then on they are gone: the unmasking
+    reconstructs what they owed (:func:`fedbw.netmodel.secagg_cost.server_stage_s`)."""
+
+    clients: frozenset[int]
+    stage: str = DROPOUT_STAGE
+    timeout_s: float | None = None
+
 
 def close_links_only(t_start_s: float, finishes_s: Sequence[float], close: StageClose) -> tuple[float, list[bool]]:
     """A stage without Flower's polls: each reply counts the moment it arrives (``finishes_s``, on the clock).

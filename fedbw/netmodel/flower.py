@@ -37,7 +37,8 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 
-from fedbw.netmodel.close import WAIT_FOR_ALL, StageClose
+from fedbw.flower_protocol import HEARTBEAT_INTERVAL_S, HEARTBEAT_PATIENCE
+from fedbw.netmodel.close import WAIT_FOR_ALL, SecAggDropouts, StageClose
 from fedbw.netmodel.flower_costs import (MIB, FlowerCosts, app_code_runs_s, backoff_until, costs_from_json,  # noqa: F401
                                          download_alone_s, objects_alone_s, pull_behind)
 from fedbw.netmodel.sharing import Flow, finish_times
@@ -164,7 +165,7 @@ class DeploymentClock:
                   server_up_bytes_per_s: float = math.inf, server_down_bytes_per_s: float = math.inf,
                   client_cpu: Mapping[int, float] | None = None, server_cpu: float = 1.0,
                   server_extra_s: float = 0.0, aggregate: bool = True,
-                  close: StageClose = WAIT_FOR_ALL) -> StageTiming:
+                  close: StageClose = WAIT_FOR_ALL, silent: SecAggDropouts | None = None) -> StageTiming:
         """Lay one stage on the clock: push, every client's exchange, the ServerApp's polls, aggregation.
 
         ``client_cpu[cid]`` / ``server_cpu`` divide the CPU costs (2.0 = twice as fast as the calibration
@@ -172,14 +173,15 @@ class DeploymentClock:
         after the replies (e.g. SecAgg+ unmasking). ``close``: the ServerApp stops pulling at a deadline or
         once it holds enough replies (:mod:`fedbw.netmodel.close`); a reply it never pulled is late in that
         lane, and :attr:`StageTiming.class_late` is the share of the central lanes in which it was. With
-        several lanes the stage is their mean.
+        several lanes the stage is their mean. ``silent``: clients sent this stage's message that never answer
+        (SecAgg+ dropouts, not in ``messages``): the ServerApp pulls on until Flower reports them gone.
         """
         if not messages:
             t0 = self.t_s
             return StageTiming(stage, t0, t0, {})
         classes, class_of = self._classes(messages, links, client_cpu or {})
         lanes = [self._lay_stage(lane, i, stage, classes, server_up_bytes_per_s, server_down_bytes_per_s,
-                                 server_cpu, server_extra_s, aggregate, close)
+                                 server_cpu, server_extra_s, aggregate, close, silent)
                  for i, lane in enumerate(self.lanes)]
         central = lanes[:self.central]
         st = central[0] if len(central) == 1 else mean_stage(central)
@@ -199,7 +201,8 @@ class DeploymentClock:
 
     def _lay_stage(self, lane: _Lane, i: int, stage: str, classes: list[ExchangeClass], server_up_bytes_per_s: float,
                    server_down_bytes_per_s: float, server_cpu: float, server_extra_s: float,
-                   aggregate: bool, close: StageClose = WAIT_FOR_ALL) -> StageTiming:
+                   aggregate: bool, close: StageClose = WAIT_FOR_ALL,
+                   silent: SecAggDropouts | None = None) -> StageTiming:
         """One lane's stage, class by class (``i``: the lane's index in the classes' anchors); each class's
         ``t_replied_s`` is its first member's, the clients' own are filled in by :meth:`run_stage`."""
         c = lane.costs
@@ -233,7 +236,8 @@ class DeploymentClock:
             anchors.update(dict.fromkeys(e.members, e.t_sent))
         # 6. the ServerApp polls from its push on; every reply in: aggregate
         pull_each = [c.local_cpu_s(e.m.bytes_up) / server_cpu for e in ex]
-        starts, taken, t_last = self._serverapp_polls(c, ex, pull_each, t_pushed, close)
+        starts, taken, t_last = self._serverapp_polls(c, ex, pull_each, t_pushed, close,
+                                                      self._gone_at(lane, silent, t0, t_pushed))
         pulled_end = max((t + p * e.count for t, p, e, k in zip(starts, pull_each, ex, taken) if k), default=t_pushed)
         agg_s = (c.aggregate_s(sum(e.m.bytes_up * e.count for e, k in zip(ex, taken) if k)) / server_cpu
                  if aggregate else 0.0)
@@ -248,7 +252,7 @@ class DeploymentClock:
         return StageTiming(stage, t0, t_end, {"push_s": push_s, "pull_s": pull_s, "aggregate_s": agg_s,
                                               "extra_s": server_extra_s}, timings,
                            t_sent_s=[e.t_sent for e in ex], class_late=[0.0 if k else 1.0 for k in taken],
-                           deadline_wait_s=t_last - pulled_end if not all(taken) else 0.0)
+                           deadline_wait_s=max(0.0, t_last - pulled_end))  # a deadline's, or dropouts' wait
 
     def _transfer(self, c: FlowerCosts, ex: list[Exchange], direction: str, server_bytes_per_s: float,
                   server_cpu: float = 1.0) -> None:
@@ -297,8 +301,21 @@ class DeploymentClock:
             else:
                 e.t_up, e.t_up_alone = shared, solo
 
+    def _gone_at(self, lane: _Lane, silent: SecAggDropouts | None, t0: float, t_pushed: float) -> float:
+        """When the last of ``silent`` is reported gone (-inf: none): the SuperLink stops counting a client on
+        line ``patience`` heartbeats after its last one, which came an unknown phase of an interval before it
+        dropped (it dropped right after its previous reply, its anchor); the stage's timeout comes first if
+        it is shorter."""
+        if not silent:
+            return -math.inf
+        dropped_at = max(lane.anchors.get(cid, t0) for cid in silent.clients)
+        gone = (dropped_at + (HEARTBEAT_PATIENCE - 1) * HEARTBEAT_INTERVAL_S
+                + self._phase(HEARTBEAT_INTERVAL_S, lane, len(silent.clients)))
+        return gone if silent.timeout_s is None else min(gone, t_pushed + silent.timeout_s)
+
     def _serverapp_polls(self, c: FlowerCosts, ex: list[Exchange], pull_each: list[float], t_pushed: float,
-                         close: StageClose = WAIT_FOR_ALL) -> tuple[list[float], list[int], float]:
+                         close: StageClose = WAIT_FOR_ALL, hold_until: float = -math.inf,
+                         ) -> tuple[list[float], list[int], float]:
         """When the ServerApp starts pulling each class's replies: it pulls right after its push, then a poll
         interval after the end of each pull, taking every reply the SuperLink knows, one after another (a
         class's members, visible together, one after another at ``pull_each`` apiece); a reply still
@@ -329,4 +346,6 @@ class DeploymentClock:
         for j, e in enumerate(ex):  # never pulled: its reply is on the SuperLink when its upload ends
             if not taken[j]:
                 starts[j] = e.t_sent
+        while t < hold_until:  # replies still owed by clients that dropped: poll until they come back as errors
+            t += c.serverapp_poll_s + REQUEST.seconds(c)
         return starts, taken, t

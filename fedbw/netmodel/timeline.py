@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from fedbw.flower_protocol import FRAMEWORK_PARTS
-from fedbw.netmodel.close import WAIT_FOR_ALL, StageClose, close_links_only
+from fedbw.netmodel.close import SecAggDropouts, WAIT_FOR_ALL, StageClose, close_links_only
 from fedbw.netmodel.flower import DeploymentClock
 from fedbw.netmodel.stage import StageMessage, StageTiming
 from fedbw.netmodel.payload import MessageSizes
@@ -208,7 +208,8 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
                    deployment: DeploymentClock | None = None, server: ServerLink = UNLIMITED,
                    client_cpu: Mapping[int, float] | None = None, server_cpu: float = 1.0,
                    server_extra_s: Callable[[str, int], float] | None = None,
-                   app_setup_s: float = 0.0, close: StageClose = WAIT_FOR_ALL) -> RoundTimeline:
+                   app_setup_s: float = 0.0, close: StageClose = WAIT_FOR_ALL,
+                   dropped: SecAggDropouts | None = None) -> RoundTimeline:
     """Lay out one round.
 
     ``clients`` holds (client_id, link, compute_s) for each sampled client; ``exchanges_for(cid)``
@@ -218,6 +219,8 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
     shared server link; ``server_extra_s(stage, clients)`` adds server work after a stage (SecAgg+
     unmasking of that many clients' vectors); ``close`` ends each stage that trains at a deadline or once
     enough replies are in (:mod:`fedbw.netmodel.close`; the other stages wait for every client).
+    ``dropped``: SecAgg+ clients gone after the share exchange (their exchanges end there); the stage they
+    miss waits for Flower to report them gone (Flower's costs only).
     """
     if isinstance(exchanges_for, list):  # one list for every client: shared, not copied
         rows = [(cid, link, compute_s, exchanges_for) for cid, link, compute_s in clients]
@@ -226,10 +229,13 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
                 for cid, link, compute_s in clients]
     if not rows:
         return RoundTimeline([])
-    stages = [e.stage for e in rows[0][3]]
+    # every stage any client takes part in, in order (a dropped client's list ends early)
+    stages = list(dict.fromkeys(e.stage for ex in {id(r[3]): r[3] for r in rows}.values() for e in ex))
     if deployment is not None:
         return _deployment_round(rows, stages, deployment, server, client_cpu, server_cpu, server_extra_s,
-                                 app_setup_s, close)
+                                 app_setup_s, close, dropped)
+    if dropped is not None:
+        raise ValueError("SecAgg+ dropouts need Flower's deployment clock (what they cost is how long it waits)")
     if server.limits:
         return _closed(_shared_links_round(rows, stages, server), rows, close)
     timeline = RoundTimeline(stages)
@@ -309,7 +315,8 @@ def _shared_links_round(rows: Sequence[tuple[int, ClientLink, float, list[Messag
 def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]], stages: list[str],
                       clock: DeploymentClock, server: ServerLink, client_cpu: Mapping[int, float] | None,
                       server_cpu: float, server_extra_s: Callable[[str, int], float] | None,
-                      app_setup_s: float, close: StageClose = WAIT_FOR_ALL) -> RoundTimeline:
+                      app_setup_s: float, close: StageClose = WAIT_FOR_ALL,
+                      dropped: SecAggDropouts | None = None) -> RoundTimeline:
     timeline = RoundTimeline(stages)
     server_totals: dict[str, float] = {}
     for stage in stages:
@@ -334,7 +341,8 @@ def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageS
                              server_down_bytes_per_s=mbps_to_bytes_per_s(server.down_payload_mbps),
                              client_cpu=client_cpu, server_cpu=server_cpu,
                              server_extra_s=server_extra_s(stage, len(items)) if server_extra_s else 0.0,
-                             aggregate=trains, close=close if trains else WAIT_FOR_ALL)
+                             aggregate=trains, close=close if trains else WAIT_FOR_ALL,
+                             silent=dropped if dropped is not None and stage == dropped.stage else None)
         timeline.timings += _stage_timings(stage, st, items)
         timeline.stage_spans_s[stage] = st.t_end_s - st.t_start_s
         if st.deadline_wait_s > 0:

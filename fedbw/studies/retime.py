@@ -39,12 +39,15 @@ def retime(traffic: RoundTraffic, link: ClientLink, plan: Plan | None = None,
     """The round's timeline with every one of its clients on ``link`` (same bytes, same compute).
 
     With ``plan`` the round is laid out as the plan's engines lay it: the server's shared link, each
-    client's CPU and, on ``clock`` (one per re-timed run, carried from round to round), Flower's
-    deployment costs."""
+    client's CPU, the round's SecAgg+ dropouts and, on ``clock`` (one per re-timed run, carried from round
+    to round), Flower's deployment costs."""
     rows = [(cid, link, traffic.compute_s.get(cid, 0.0)) for cid in traffic.clients]
     if plan is None:
         return round_timeline(rows, lambda cid: traffic.exchanges[cid])
-    return round_timeline(rows, lambda cid: traffic.exchanges[cid], deployment=clock, **plan.timeline_options())
+    opts = plan.timeline_options(traffic.round)
+    if clock is None:
+        opts.pop("dropped", None)
+    return round_timeline(rows, lambda cid: traffic.exchanges[cid], deployment=clock, **opts)
 
 
 def traffic_from_events(events: list[dict]) -> list[RoundTraffic]:

@@ -84,3 +84,13 @@ def test_pull_backoff_jitter_and_the_supernode_storing_objects_only_once_all_are
     node = _source("supernode/start_client_internal.py")
     pulled = node.index("obj_contents = pull_objects(")
     assert pulled < node.index("object_store.put(obj_id, obj_contents.pop(obj_id))", pulled)
+
+
+def test_heartbeat_interval_and_patience():
+    from fedbw.flower_protocol import HEARTBEAT_INTERVAL_S, HEARTBEAT_PATIENCE
+
+    src = _source("common/constant.py")
+    assert float(re.search(r"HEARTBEAT_DEFAULT_INTERVAL = ([\d.]+)", src).group(1)) == HEARTBEAT_INTERVAL_S
+    assert int(re.search(r"HEARTBEAT_PATIENCE = (\d+)", src).group(1)) == HEARTBEAT_PATIENCE
+    state = _source("server/superlink/linkstate/in_memory_linkstate.py")
+    assert "HEARTBEAT_PATIENCE * heartbeat_interval" in state  # on line until last heartbeat + patience × interval
