@@ -252,7 +252,8 @@ class DeploymentClock:
         return StageTiming(stage, t0, t_end, {"push_s": push_s, "pull_s": pull_s, "aggregate_s": agg_s,
                                               "extra_s": server_extra_s}, timings,
                            t_sent_s=[e.t_sent for e in ex], class_late=[0.0 if k else 1.0 for k in taken],
-                           deadline_wait_s=max(0.0, t_last - pulled_end))  # a deadline's, or dropouts' wait
+                           # the wait after the last reply it used: a deadline's, or the dropouts' (not round-off)
+                           deadline_wait_s=t_last - pulled_end if t_last - pulled_end > 1e-9 else 0.0)
 
     def _transfer(self, c: FlowerCosts, ex: list[Exchange], direction: str, server_bytes_per_s: float,
                   server_cpu: float = 1.0) -> None:
