@@ -25,7 +25,6 @@ from flwr.server.workflow.constant import Key as WorkflowKey
 from flwr.server.workflow.default_workflows import default_fit_workflow
 from flwr.serverapp import Grid, ServerApp
 
-from fedbw.shaper.anchor import anchor_traces_now
 from fedbw.errors import RunError
 from fedbw.files.versioned import EVENTS
 from fedbw.fl.events import END, ERROR, NODES, START, EventLog
@@ -163,7 +162,6 @@ def main(grid: Grid, context: Context) -> None:
             fit.observer = strategy.note_secagg
         workflow = DefaultWorkflow(fit_workflow=plan_fit_step(settings, strategy, wrapped, fit))
         rounds, stopped = plan.rounds, plan.stop_reason
-        anchor_traces_now()  # under emulate: traced links start their traces now, the model's t = 0
         try:
             workflow(measured, legacy)
         except BudgetExhausted as exc:

@@ -34,6 +34,7 @@ from flwr.server.client_proxy import ClientProxy
 from flwr.server.strategy import FedAvg
 
 from fedbw.errors import RunError
+from fedbw.shaper.anchor import anchor_traces_now
 from fedbw.fl.events import EVAL, ROUND_END, ROUND_END_PRIVACY, ROUND_START, EventLog
 from fedbw.fl.settings import AppSettings
 from fedbw.privacy.accounting import PrivacyAccountant, accountant_for
@@ -111,6 +112,8 @@ class PlanFedAvg(FedAvg):
             chosen.append(proxy)
         self.rounds[server_round] = RoundPrivacy()
         self._global = parameters_to_ndarrays(parameters)
+        if server_round == 1:  # under emulate: traced links start their traces now, the model's t = 0
+            anchor_traces_now()
         with self.state.lock:
             self.state.round, self.state.t_start = server_round, time.perf_counter()
         self.log.emit(ROUND_START, round=server_round, clients=ids, t=self.state.t_start)

@@ -5,8 +5,9 @@ starts there), but under emulate the shaper starts well before it (the SuperLink
 the ServerApp start first, seconds that vary from run to run). So the shaper starts its traces again
 when asked: SIGUSR1 makes every traced link follow its trace from that moment (:meth:`Shaper.anchor_traces`).
 Emulate writes the shapers' PIDs into a file named by :data:`ANCHOR_ENV` in the Flower processes'
-environment and signals them itself when it submits the run; fedbw's ServerApp signals them again right
-before its first round, which is the model's t = 0 (an app of your own gets the submit's anchor).
+environment and signals them itself when it submits the run; fedbw's strategy signals them again as its first
+round starts (``configure_fit`` of round 1, where the round's clock starts: the model's t = 0); an app of
+your own gets the submit's anchor, seconds early.
 """
 
 from __future__ import annotations
