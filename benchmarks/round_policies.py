@@ -119,7 +119,9 @@ def engines_check() -> list[dict[str, Any]]:
                     out.append({"case": case, "engine": engine, "round": r.round, "round_time_s": r.round_time_s,
                                 "round_interval_s": r.round_interval_s, "sampled": r.num_clients,
                                 "late": sorted(c.client_id for c in mine if c.late),
-                                "client0_down_s": next((c.t_down_s for c in mine if c.client_id == 0), None)})
+                                # a late client under emulate has no stage records (its reply never came in)
+                                "client0_down_s": next((c.t_down_s for c in mine if c.client_id == 0
+                                                        and not (c.late and not c.stages)), None)})
     return out
 
 
@@ -151,7 +153,7 @@ def main() -> None:
                            "cases": {name: what for name, (what, _) in CASES.items()}}
         for e in data["engines"]["rows"]:
             print(f"{e['case']:17s} {e['engine']:9s} round {e['round']}: {e['round_time_s']:6.2f} s, late {e['late']}, "
-                  f"client 0's download {e['client0_down_s']:.2f} s")
+                  "client 0's download " + ("-" if e["client0_down_s"] is None else f"{e['client0_down_s']:.2f} s"))
     elif OUT.is_file():  # keep the last check across engines (it is stamped with its own date)
         data["engines"] = json.loads(OUT.read_text(encoding="utf-8")).get("engines")
     data["wall_s"] = time.perf_counter() - t0

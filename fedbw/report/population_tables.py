@@ -50,8 +50,9 @@ def round_policy_engines_markdown(data: dict[str, Any]) -> str:
             rows.append([str(r), *(("-" if c is None else
                                     f"{fmt_s_interval(c['round_time_s'], c['round_interval_s'])}, late "
                                     f"{', '.join(map(str, c['late'])) or 'none'}"
-                                    + (f"; client 0's download {fmt_s(c['client0_down_s'])}"
-                                       if traced and c.get("client0_down_s") is not None else ""))
+                                    + ((f"; client 0's download {fmt_s(c['client0_down_s'])}"
+                                        if c.get("client0_down_s") is not None else "; client 0's download "
+                                        "not recorded (late: its reply never came in)") if traced else ""))
                                    for c in cells)])
         out.append(f"**{case}**: {what}.\n\n" + md_table(["round", *engines], rows)
                    + f"\nThe same clients late in every engine in {same} of {len(rounds)} rounds.\n")
