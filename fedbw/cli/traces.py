@@ -48,6 +48,7 @@ def generate(like: Path = typer.Option(..., "--like", help="the measured trace w
     """A synthetic trace with a measured one's statistics (mean, spread and persistence of the rate, outages;
     docs/traces.md): one you may share where the measured trace's licence does not let you."""
     from fedbw.errors import ConfigError
+    from fedbw.files.atomic import write_text_atomic
     from fedbw.report.traces import render_shape, render_trace
     from fedbw.traces import load_trace
     from fedbw.traces.csv_trace import csv_text
@@ -61,7 +62,7 @@ def generate(like: Path = typer.Option(..., "--like", help="the measured trace w
     render_shape(out, source, shapes)
     trace = synthesize(save.stem, shapes["up"], shapes["down"], seconds, seed,
                        source=f"synthetic (seed {seed}), with the statistics of {source.source}")
-    save.write_text(csv_text(trace, DEFAULT_STEP_S, f"{trace.source}\nmade by fedbw trace generate"), encoding="utf-8")
+    write_text_atomic(save, csv_text(trace, DEFAULT_STEP_S, f"{trace.source}\nmade by fedbw trace generate"))
     render_trace(out, trace)
     out.print(f"wrote {save}", markup=False, highlight=False)
 

@@ -269,7 +269,7 @@ class LinkDirection:
         steps = [(t0_s + t_s, rate) for t_s, rate in self._steps]
         self.rate: RateStage | None = None
         if steps or base != math.inf or shared is not None:
-            schedule = RateSchedule(mbps_to_bytes_per_s(base), steps)
+            schedule = RateSchedule(self._base, steps)
             bucket = TokenBucket(schedule, burst_bytes=burst_bytes, clock=clock, start_s=t0_s)
             self.rate = RateStage(bucket, quantum_s=quantum_s, shared=shared)
         latency_s = spec.latency_ms(direction) / 1e3

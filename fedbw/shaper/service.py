@@ -81,13 +81,14 @@ async def serve(spec: dict[str, Any], stop: asyncio.Event) -> dict[str, Any]:
         if spec.get("series"):
             sampler = SeriesSampler(shaper.ledger, spec["series"], float(spec.get("interval_s") or DEFAULT_INTERVAL_S))
             sampler.start()
-        print(READY, json.dumps({"ports": shaper.ports}), flush=True)
 
         def anchor() -> None:
             t0 = shaper.anchor_traces()
             print(f"{ANCHORED} {t0!r}", flush=True)
 
+        # before READY: whoever reads READY may signal at once, and SIGUSR1 unhandled ends the process
         asyncio.get_running_loop().add_signal_handler(ANCHOR_SIGNAL, anchor)
+        print(READY, json.dumps({"ports": shaper.ports}), flush=True)
         try:
             await stop.wait()
         finally:

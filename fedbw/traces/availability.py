@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fedbw.errors import ConfigError
+from fedbw.files.atomic import write_text_atomic
 from fedbw.traces.text import data_lines, trace_error
 
 DAY_S = 86_400.0
@@ -171,8 +172,7 @@ def write_availability(path: str | os.PathLike[str], availability: Availability)
     """The CSV :func:`read_availability` reads (a generated trace saved to be reused or edited)."""
     lines = [f"# {availability.source}; horizon {availability.horizon_s:g} s", "client,start_s,end_s"]
     lines += [f"{c},{a:.3f},{b:.3f}" for c in availability.clients for a, b in availability.intervals[c]]
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")  # a path it cannot write: one RunError line
 
 
 # -------------------------------------------------------------------------------------------- generators

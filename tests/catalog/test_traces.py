@@ -64,3 +64,11 @@ def test_generate_writes_a_stand_in_with_the_sources_mean(tmp_path: Path) -> Non
     assert made.duration_s == 300 and made.mean("up") == pytest.approx(src.mean("up"), rel=1e-4)
     res = CliRunner().invoke(app, ["trace", "generate", "--like", str(tmp_path / "none.csv"), "--save", str(out)])
     assert res.exit_code == 2 and "cannot read it" in res.output
+
+
+def test_saving_where_no_file_can_be_written_is_one_line(tmp_path: Path) -> None:
+    nowhere = tmp_path / "no-such-dir" / "x.csv"
+    for args in (["trace", "generate", "--like", str(get_shipped_trace("lte-short").path), "--save", str(nowhere)],
+                 ["trace", "availability", "--clients", "3", "--hours", "1", "--save", str(nowhere)]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code != 0 and f"cannot write {nowhere}" in res.output and "Traceback" not in res.output
