@@ -224,15 +224,20 @@ def test_over_selection_closes_the_round_on_the_serverapps_clock_and_records_the
 def test_a_traced_link_starts_its_trace_at_the_first_round(tmp_path: Path) -> None:
     """A trace in the config (issue 32.1) under emulate: the shaper starts it again when fedbw's ServerApp
     begins its first round (SIGUSR1, ``ANCHORED`` in the shaper's log, after the submit's), so client 0's
-    downlink, fast for the trace's first 6 s and 0.4 Mbps after, carries round 1's model fast and round 2's
-    slowly (the small CNN's 0.55 MB: about 11 s), as the model says."""
+    downlink, fast for the trace's first 7 s and 0.4 Mbps after, carries round 1's model fast and round 2's
+    slowly (the small CNN's 0.55 MB: about 11 s), as the model says.
+
+    Round 1 must outlast the step on any host: client 1's 0.4 Mbps uplink holds it open for about 11 s, so
+    round 2's download cannot start before the step (on a fast host, round 1 alone took under 6 s and the
+    download came before the step). Round 1's download comes at the SuperNode's first poll, within ~3 s."""
     before = _workdirs()
     trace = tmp_path / "step.csv"
-    trace.write_text("t_s,up_mbps,down_mbps\n0,80,1000\n6,80,0.4\n60,80,0.4\n")
+    trace.write_text("t_s,up_mbps,down_mbps\n0,80,1000\n7,80,0.4\n60,80,0.4\n")
     cfg = config_from_dict({
         "name": "e2e-trace", "engine": "emulate", "output_dir": str(tmp_path), "model": {"name": "small-cnn"},
         "clients": {"total": 2, "per_round": 2, "compute": "synthetic"}, "training": {"rounds": 2},
-        "network": {"profile": "home-80", "trace_phase": "aligned", "overrides": [{"client": 0, "trace": str(trace)}]},
+        "network": {"profile": "home-80", "trace_phase": "aligned", "overrides": [{"client": 0, "trace": str(trace)},
+                                                                                     {"client": 1, "up_mbps": 0.4}]},
     })
     result = run_experiment(cfg)
     _assert_clean(before)
