@@ -15,7 +15,7 @@ from typing import Any
 from fedbw.config import config_from_dict, config_to_dict, load_config
 from fedbw.engines.estimate import estimate_fabrics, estimate_profiles, steady_round
 from fedbw.errors import ConfigError
-from fedbw.plan import build_plan
+from fedbw.engines.cohorts import planned
 from fedbw.results.compared import ComparedRun, FabricRatio, RunSet
 from fedbw.results.estimates import EstimateReport, SweepPoint
 from fedbw.results.summary import RunSummary, summarize
@@ -49,7 +49,7 @@ def estimate_report(config: Path | None, *, model: str | None = None, profiles: 
     sets.append('engine="estimate"')
     base: dict[str, Any] = config_to_dict(load_config(config)) if config else {}
     cfg = config_from_dict(base, sets, source=str(config) if config else "estimate")
-    plan = build_plan(cfg)
+    plan = planned(cfg)
     chosen = profiles or ([m.profile for m in cfg.network.mix] if config else DEFAULT_COMPARE_PROFILES)
     return EstimateReport(cfg, plan.model.name, plan.model.params, cfg.clients.per_round, steady_round(plan),
                           estimate_profiles(plan, chosen),
@@ -91,11 +91,11 @@ def run_sweep(config: Path, param: str, points: list[Any], overrides: list[str] 
     for value in points:
         if param in LINK_PARAMS:
             cfg = config_from_dict(base, source=str(config))
-            plan = build_plan(cfg)
+            plan = planned(cfg)
             plan.clients = [_with_link(c, param, float(value)) for c in plan.clients]
         else:
             cfg = config_from_dict(base, [f"{param}={format_value(value)}"], source=f"{config} ({param}={value})")
-            plan = build_plan(cfg)
+            plan = planned(cfg)
         r = steady_round(plan)
         tl = steady_timeline(plan)  # the rounds before it on the same deployment clock, as estimate runs them
         first = tl.client_rows(plan.sampled_clients(r)[0])

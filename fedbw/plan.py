@@ -68,6 +68,12 @@ class Plan:
     device: str | None = None  #: torch device the apps use ("cpu", "cuda"); set by the runner
     costs: FlowerCosts | None = None  #: Flower's deployment costs (None: framework = "none", links only)
     server: ServerLink = ServerLink()  #: the server's shared link
+    #: with ``clients.availability`` (fedbw.engines.cohorts): per round, its planned start on the availability
+    #: trace, how many clients were on line then, and the sampled clients that go off line before their
+    #: training reply (they drop out of that round); None without availability
+    round_starts_s: list[float] | None = None
+    online: list[int] | None = None
+    offline: list[list[int]] | None = None
 
     @cached_property
     def sampler(self) -> Sampler:
@@ -88,6 +94,14 @@ class Plan:
         ids = self.sampled_clients(round_index)
         k = min(len(ids) - 1, round(sa.dropout * len(ids))) if ids else 0
         return sorted(random.Random(f"{self.config.seed}:secagg-dropout:{round_index}").sample(ids, max(0, k)))
+
+    def dropped(self, round_index: int) -> list[int]:
+        """Every sampled client that drops out of round ``round_index``: SecAgg+'s planned dropouts and the
+        clients whose on-line time ends mid-round (``clients.availability``)."""
+        gone = set(self.secagg_dropped(round_index))
+        if self.offline is not None:
+            gone.update(self.offline[round_index - 1])
+        return sorted(gone)
 
     def epsilon_after(self, round_index: int) -> float | None:
         return None if self.epsilons is None else self.epsilons[round_index - 1]
@@ -140,10 +154,9 @@ class Plan:
             opts["close"] = StageClose(rnd.deadline_s, rnd.enough(self.config.clients.per_round))
         sa = self.config.privacy.secagg
         crypto = self.costs.secagg if (self.costs is not None and sa.enabled) else None
+        dropped = self.dropped(round_index) if round_index is not None else []
         if crypto is not None:
             params = self.model.params
-
-            dropped = self.secagg_dropped(round_index) if round_index is not None else []
 
             def server_crypto_s(stage: str, clients: int) -> float:
                 """The server's SecAgg+ work after a stage: summing masked vectors, unmasking (``clients``: the
@@ -155,8 +168,9 @@ class Plan:
                 return server_stage_s(stage, n, min(sa.shares(n), n), params, crypto, gone)
 
             opts["server_extra_s"] = server_crypto_s
-            if dropped:
-                opts["dropped"] = SecAggDropouts(frozenset(dropped), DROPOUT_STAGE, sa.timeout_s)
+        if dropped and self.costs is not None:  # the training stage waits for them (or closes at its deadline)
+            stage, timeout = (DROPOUT_STAGE, sa.timeout_s) if sa.enabled else ("fit", rnd.deadline_s)
+            opts["dropped"] = SecAggDropouts(frozenset(dropped), stage, timeout)
         return opts
 
     @cached_property
@@ -176,6 +190,7 @@ class Plan:
             **PLAN.stamp(), "config": config_to_dict(self.config), "model": self.model.name,
             "num_arrays": self.num_arrays, "rounds": self.rounds, "epsilons": self.epsilons,
             "stop_reason": self.stop_reason, "device": self.device, "samples": self.samples,
+            "round_starts_s": self.round_starts_s, "online": self.online, "offline": self.offline,
             "costs": None if self.costs is None else dataclasses.asdict(self.costs),
             "server": [_finite(self.server.up_payload_mbps), _finite(self.server.down_payload_mbps)],
             "clients": [[c.client_id, c.access.profile, c.access.up_mbps, c.access.down_mbps, c.access.rtt_ms,
@@ -212,7 +227,9 @@ class Plan:
                    clients=clients, num_arrays=int(data["num_arrays"]),
                    samples=[list(map(int, s)) for s in data["samples"]], rounds=int(data["rounds"]),
                    epsilons=data["epsilons"], stop_reason=data["stop_reason"], device=data["device"],
-                   costs=None if data["costs"] is None else costs_from_json(data["costs"]), server=ServerLink(up, down))
+                   costs=None if data["costs"] is None else costs_from_json(data["costs"]), server=ServerLink(up, down),
+                   round_starts_s=data["round_starts_s"], online=data["online"],
+                   offline=None if data["offline"] is None else [list(map(int, o)) for o in data["offline"]])
 
 
 @contextmanager

@@ -16,7 +16,8 @@ from typing import Any, Literal, Protocol, TypeVar
 from fedbw.config import ExperimentConfig
 from fedbw.engines.base import NoProgress, Progress, RunResult
 from fedbw.errors import ConfigError
-from fedbw.plan import Plan, build_plan
+from fedbw.engines.cohorts import planned
+from fedbw.plan import Plan
 from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord, load_records
 from fedbw.results.rundir import fresh_stamped_dir, new_run_dir, write_run_metadata
 
@@ -35,7 +36,7 @@ def run_experiment(cfg: ExperimentConfig, progress: Progress = NoProgress) -> Ru
 
     # the analytic engine trains nothing (and never imports torch)
     device = resolve_device(cfg.device) if cfg.engine != "estimate" else None
-    plan = build_plan(cfg, device=device)
+    plan = planned(cfg, device=device)
     run_dir = new_run_dir(cfg, cfg.engine)
 
     def execute(writer: RecordWriter) -> RunResult:

@@ -19,12 +19,12 @@ from fedbw.cli.common import CalibrationOpt, RoundProgress, SetOpt, app, err, fl
 def validate(config: Path = typer.Argument(..., help="experiment TOML"), set_: list[str] = SetOpt) -> None:
     """Check a config (or a study file) without running it; prints the resolved plan in one line."""
     from fedbw.config import read_toml
-    from fedbw.plan import build_plan
+    from fedbw.engines.cohorts import planned
 
     if "study" in read_toml(config, "config", "ready configs are in experiments/"):
         return _validate_study(config, set_)
     cfg = load(config, set_)
-    plan = build_plan(cfg)
+    plan = planned(cfg)
     mix = ", ".join(f"{p}×{sum(c.profile == p for c in plan.clients)}" for p in plan.profiles_used)
     out.print(f"[green]ok[/] {config}: {cfg.name}, engine {cfg.engine}, model {plan.model.name} "
               f"({plan.model.params:,} params), {cfg.clients.per_round}/{cfg.clients.total} clients per round "

@@ -103,6 +103,7 @@ class ExperimentConfig(Section):
                 raise ValueError(f"faults.drops: round {d.round} is after the last round ({self.training.rounds})")
         check_privacy(self.privacy, c, self.compression)
         self._check_round()
+        self._check_availability()
         sa = self.privacy.secagg
         if sa.dropout > 0:
             if not sa.enabled:
@@ -114,6 +115,24 @@ class ExperimentConfig(Section):
                 raise ValueError('privacy.secagg.dropout needs Flower\'s deployment clock (framework = '
                                  '"flower-deployment"): what a dropout costs is how long the server waits for it')
         return self
+
+    def _check_availability(self) -> None:
+        """``clients.availability``: what the plan can decide for every engine so far (issue 32)."""
+        if self.clients.availability is None:
+            return
+        if self.clients.sampling != "fixed":
+            raise ValueError('clients.availability samples a fixed-size cohort from the clients on line; use '
+                             'clients.sampling = "fixed"')
+        if self.privacy.dp.enabled:
+            raise ValueError("clients.availability with DP is not accounted: a cohort drawn from the clients on "
+                             "line is not a uniform sample of the population, so ε's amplification by sampling "
+                             "does not hold; turn one of them off")
+        if self.framework != "flower-deployment":
+            raise ValueError('clients.availability needs Flower\'s deployment clock (framework = '
+                             '"flower-deployment"): when the next round starts, and what a client that goes off '
+                             'line costs, are Flower\'s times')
+        if self.faults.drops:
+            raise ValueError("clients.availability decides who drops; leave [faults] drops out")
 
     def _check_round(self) -> None:
         """``[round]``: what runs so far (issue 32 continues: SecAgg+'s dropout path, ε of the cohort that

@@ -109,6 +109,10 @@ def check_catalog_names(cfg: ExperimentConfig, source: str) -> None:
             read_calibration(cfg.deployment.calibration)
         except ConfigError as exc:
             raise ConfigError(f"{source}: deployment.calibration: {exc}") from None
+    if (av := cfg.clients.availability) is not None and av.file is not None:
+        from fedbw.traces.availability import read_availability
+
+        checks.append(("clients.availability.file", lambda: read_availability(av.file or "")))
     for key, check in checks:
         try:
             check()

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from fedbw.traces.availability import Availability
 
 Engine = Literal["estimate", "simulate", "emulate"]
 
@@ -34,6 +37,49 @@ class DataConfig(Section):
                                                               "evaluation")
 
 
+class AvailabilityConfig(Section):
+    """When each client is on line (issue 32): a round samples only clients on line at its start, and a
+    sampled client whose on-line time ends before its training reply drops out of the round (Flower waits
+    for its heartbeat to lapse, unless a deadline closes the stage first). Who is on line when is decided
+    once, in the plan, on the model's clock, so every engine runs the same cohorts (docs/population.md)."""
+
+    file: str | None = Field(None, description="a CSV of on-line intervals, `client,start_s,end_s` per line "
+                                               "(`fedbw trace availability --save` writes one); a client "
+                                               "without a line is never on line")
+    generate: Literal["two-state", "diurnal"] | None = Field(
+        None, description="without a file: two-state (each client on and off in turn, exponential times of the "
+                          "means below) or diurnal (the same, coming back on line most around peak_hour)")
+    mean_on_s: float = Field(1800.0, gt=0, description="generate: mean time on line, seconds")
+    mean_off_s: float = Field(5400.0, gt=0, description="generate: mean time off line, seconds")
+    amplitude: float = Field(0.8, ge=0, lt=1, description="diurnal: how much the day moves the rate of coming "
+                                                          "back on line (0: not at all)")
+    peak_hour: float = Field(2.0, ge=0, lt=24, description="diurnal: the hour after the trace's start when "
+                                                           "most clients are on line")
+    horizon_h: float = Field(48.0, gt=0, le=24 * 366, description="generate: hours of availability drawn; a "
+                                                                 "round that would start after it is an error")
+    start_s: float = Field(0.0, ge=0, description="where on the availability trace the first round starts")
+    seed: int | None = Field(None, description="generate: its seed (unset: the experiment's seed)")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AvailabilityConfig:
+        if (self.file is None) == (self.generate is None):
+            raise ValueError("clients.availability: set file (a CSV of on-line intervals) or generate "
+                             "(two-state or diurnal), one of them")
+        return self
+
+    def load(self, clients: int, seed: int) -> Availability:
+        """The :class:`~fedbw.traces.availability.Availability` this section names (ConfigError for a bad file)."""
+        from fedbw.traces.availability import diurnal, read_availability, two_state
+
+        if self.file is not None:
+            return read_availability(self.file)
+        own = self.seed if self.seed is not None else seed
+        horizon = 3600.0 * self.horizon_h
+        if self.generate == "diurnal":
+            return diurnal(clients, self.mean_on_s, self.mean_off_s, horizon, self.amplitude, self.peak_hour, own)
+        return two_state(clients, self.mean_on_s, self.mean_off_s, horizon, own)
+
+
 class ClientsConfig(Section):
     total: int = Field(10, ge=1, description="clients in the federation")
     per_round: int = Field(5, ge=1, description="clients sampled per round (≤ total); the expected cohort under "
@@ -47,6 +93,9 @@ class ClientsConfig(Section):
                             "drawn from the device profile (scale studies)")
     device_profile: str = Field("laptop-cpu", description="compute profile for estimates and synthetic compute "
                                                           "(`fedbw profiles`)")
+    availability: AvailabilityConfig | None = Field(
+        None, description="when each client is on line: `{file = \"on.csv\"}` or `{generate = \"two-state\", "
+                          "mean_on_s = 1800, mean_off_s = 5400}` (clients.availability.*; unset: always on line)")
 
 
 class TrainingConfig(Section):

@@ -30,8 +30,19 @@ def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int
     plan_clients = plan.clients
     clients = engine_client_records(run_id, engine, round_index, timeline.timings,
                                     lambda cid: plan_clients[cid].access.profile)
+    if dropped := plan.dropped(round_index):  # gone mid-round: marked, and kept even with no stage timed
+        for rec in clients:
+            rec.dropped = rec.client_id in dropped
+        timed = {rec.client_id for rec in clients}
+        clients += [ClientRoundRecord(run_id, engine, round_index, cid, plan_clients[cid].access.profile, [],
+                                      dropped=True) for cid in dropped if cid not in timed]
     extra = dict(round_fields.pop("extra", None) or {})  # type: ignore[arg-type]
     extra["framework"] = plan.config.framework
+    if plan.online is not None and plan.round_starts_s is not None:  # clients.availability
+        extra["online_clients"] = plan.online[round_index - 1]
+        extra["availability_start_s"] = plan.round_starts_s[round_index - 1]
+    if dropped:
+        extra["dropped"] = dropped
     if plan.costs is not None:
         extra["framework_parts_s"] = timeline.framework_parts_s
     if plan.server.limits:
@@ -47,12 +58,13 @@ def records_from_timeline(plan: Plan, run_id: str, engine: str, round_index: int
         stage_times_s={s: timeline.stage_time_s(s) for s in timeline.stages},
         bytes_down_total=sum(t.bytes_down for t in timeline.timings),
         bytes_up_total=sum(t.bytes_up for t in timeline.timings),
-        extra=extra, **round_fields,  # type: ignore[arg-type]
+        extra=extra, dropped_clients=len(dropped), **round_fields,  # type: ignore[arg-type]
     )
     if (late := timeline.late_clients):
         rnd.late_clients, rnd.wasted_bytes_up = late, timeline.wasted_bytes_up
-        rnd.abandoned = rnd.replies < plan.config.round.min_replies
         rnd.extra["waited_for_deadline_s"] = timeline.waited_for_deadline_s
+    if late or dropped:
+        rnd.abandoned = rnd.replies < plan.config.round.min_replies
     return clients, rnd
 
 

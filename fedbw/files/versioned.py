@@ -99,7 +99,7 @@ def register(schema: str, version: int, noun: str, remedy: str, also_reads: tupl
 #: ``model`` (the model's version and the calibration's fingerprint): version 2 files still read
 RECORDS = register("fedbw.records", 3, "records file", "read it with the fedbw that wrote it, or rerun the experiment",
                    also_reads=(2,))
-PLAN = register("fedbw.plan", 3, "plan", "rerun the engine with this fedbw")
+PLAN = register("fedbw.plan", 4, "plan", "rerun the engine with this fedbw")
 EVENTS = register("fedbw.events", 2, "event log",
                   "the apps and the engine come from different fedbw versions; reinstall fedbw")
 CALIBRATION = register("fedbw.calibration", 2, "calibration file",

@@ -54,6 +54,15 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
+def _optional_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of a ``Model | None`` field (a table that may be left out), else None."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(annotation)) == 2:
+            return _model_of(args[0])
+    return None
+
+
 def _item_model(annotation: Any) -> type[BaseModel] | None:
     """The model of a ``list[Model]`` field (a list of TOML tables), else None."""
     if typing.get_origin(annotation) is list:
@@ -128,6 +137,11 @@ def key_docs(model: type[BaseModel] | None = None, instance: BaseModel | None = 
         if sub is not None:
             rows.append(KeyDoc(key, "", "table", meaning, section=True))
             rows += key_docs(sub, None if instance is None else getattr(instance, name), f"{key}.")
+            continue
+        optional = _optional_model(info.annotation)
+        if optional is not None:  # a table that may be left out: its keys with the defaults it gets when set
+            rows.append(KeyDoc(key, "unset", "table or unset", meaning, section=True))
+            rows += key_docs(optional, None, f"{key}.")
             continue
         rows.append(KeyDoc(key, _default(info, instance, name), _values(info), meaning))
         item = _item_model(info.annotation)

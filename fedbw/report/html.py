@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from fedbw.report import plots
-from fedbw.report.round_policy import late_caption, used_cell
+from fedbw.report.round_policy import availability_caption, late_caption, shows_used, used_cell
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.report.terminal import COMPARISON_CAPTION, comparison_rows
 
@@ -337,7 +337,7 @@ def _table(runs: Sequence["ComparedRun"], target: float | None) -> str:
 
 def _rounds_details(r: "ComparedRun") -> str:
     host = any(x.host is not None for x in r.rounds)
-    late = any(x.late_clients for x in r.rounds)
+    late = shows_used(r.rounds)
     cols = ["round", "used/sampled" if late else "clients",
             "round time [80 %]" if any(x.round_interval_s for x in r.rounds) else "round time",
             "comm", "compute", "framework", "up total", "down total", "accuracy", "ε"] + (["host"] if host else [])
@@ -351,7 +351,8 @@ def _rounds_details(r: "ComparedRun") -> str:
         if host:
             cells.append("-" if x.host is None else f"{100 * x.host.share:.0f} %" + (" ◆" if x.host.bound else ""))
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
-    caption = f'<p class="caption">{_e(late_caption(r.rounds))}.</p>' if late else ""
+    captions = [c for c in (late_caption(r.rounds) if late else None, availability_caption(r.rounds)) if c]
+    caption = "".join(f'<p class="caption">{_e(c)}.</p>' for c in captions)
     return (f"<details><summary>{_e(r.label)}: {len(r.rounds)} rounds</summary><div class=\"scroll\"><table><tr>"
             + "".join(f"<th>{_e(c)}</th>" for c in cols) + "</tr>" + "".join(rows) + "</table></div>" + caption
             + "</details>")

@@ -1,4 +1,5 @@
-"""What a round policy (``[round]``) cost, as the run's tables say it: late replies and their uplink."""
+"""What a round policy (``[round]``) and clients that come and go cost, as the run's tables say it: late
+replies and their uplink, dropped clients, abandoned rounds."""
 
 from __future__ import annotations
 
@@ -8,22 +9,44 @@ from fedbw.report.format import fmt_bytes
 from fedbw.results.records import RoundRecord
 
 
+def shows_used(rounds: Sequence[RoundRecord]) -> bool:
+    """Whether a run's tables show updates used of clients sampled: some reply was late or some client
+    dropped, so the two differ."""
+    return any(r.late_clients or r.dropped_clients for r in rounds)
+
+
 def used_cell(r: RoundRecord, late: bool) -> str:
     """A round's clients cell: updates used of clients sampled (and "abandoned") when the run had late
-    replies, else the clients sampled."""
+    replies or dropped clients (:func:`shows_used`), else the clients sampled."""
     if not late:
         return str(r.num_clients)
     return f"{r.replies}/{r.num_clients}" + (" abandoned" if r.abandoned else "")
 
 
 def late_caption(rounds: Sequence[RoundRecord]) -> str:
-    """What the round policy (``[round]``) cost: late replies and the uplink bytes they wasted."""
+    """What the round policy (``[round]``) cost: late replies and the uplink bytes they wasted; clients
+    that dropped (went off line before their reply)."""
     late = sum(r.late_clients for r in rounds)
+    dropped = sum(r.dropped_clients for r in rounds)
+    gone = f"{dropped} client(s) dropped (off line before replying)" if dropped else ""
+    if not late:
+        return f"used/sampled = updates the server used of the clients sampled; {gone} over {len(rounds)} rounds" + (
+            f"; {sum(r.abandoned for r in rounds)} round(s) abandoned (fewer than round.min_replies)"
+            if any(r.abandoned for r in rounds) else "")
     measured = [r.wasted_bytes_up for r in rounds if r.late_clients and r.wasted_bytes_up is not None]
     with_late = sum(1 for r in rounds if r.late_clients)
     wasted = (f"wasted {fmt_bytes(sum(measured))} of uplink" if len(measured) == with_late
               else "their uplink not measured (emulate writes a round's records before late uploads end)")
     abandoned = sum(r.abandoned for r in rounds)
     return (f"used/sampled = updates the server used of the clients sampled; {late} late repl"
-            f"{'y' if late == 1 else 'ies'} over {len(rounds)} rounds, {wasted}"
+            f"{'y' if late == 1 else 'ies'} over {len(rounds)} rounds, {wasted}" + (f"; {gone}" if gone else "")
             + (f"; {abandoned} round(s) abandoned (fewer than round.min_replies)" if abandoned else ""))
+
+
+def availability_caption(rounds: Sequence[RoundRecord]) -> str | None:
+    """How many clients were on line at the rounds' starts (``clients.availability``); None without it."""
+    online = [r.extra["online_clients"] for r in rounds if "online_clients" in r.extra]
+    if not online:
+        return None
+    span = f"{min(online)}" if min(online) == max(online) else f"{min(online)}–{max(online)}"
+    return f"clients on line at a round's start: {span} (clients.availability; a round samples only them)"

@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from fedbw.report.round_policy import late_caption, used_cell
+from fedbw.report.round_policy import availability_caption, late_caption, shows_used, used_cell
 from fedbw.report.format import fmt_bytes, fmt_s, fmt_s_interval
 from fedbw.results.records import ClientRoundRecord, RoundRecord
 
@@ -349,13 +349,14 @@ def rounds_table(rounds: Sequence[RoundRecord], title: str) -> FitTable:
     no ε without DP) first; the caption names them."""
     host = any(r.host is not None for r in rounds)
     interval = any(r.round_interval_s for r in rounds)
-    late = any(r.late_clients for r in rounds)
+    late = shows_used(rounds)
     cols = [Col("round", key=True), Col("used/sampled" if late else "clients"),
             Col("round time [80 %]" if interval else "round time", key=True),
             Col("comm", key=True), Col("comm time"), Col("compute"), Col("framework"), Col("up total", key=True),
             Col("down total"), Col("loss"), Col("accuracy"), Col("ε")] + ([Col("host")] if host else [])
     captions = [c for c in (privacy_caption(rounds), HOST_CAPTION if host else None,
-                            INTERVAL_CAPTION if interval else None, late_caption(rounds) if late else None) if c]
+                            INTERVAL_CAPTION if interval else None, late_caption(rounds) if late else None,
+                            availability_caption(rounds)) if c]
     t = FitTable(title, cols, drop=("loss", "down total", "framework", "compute", "used/sampled" if late else "clients",
                                     "comm time", "ε",
                                     "accuracy", *(["host"] if host else [])),

@@ -153,13 +153,15 @@ class RoundRecord:
     wasted_bytes_up: float | None = 0.0
     #: fewer replies than ``round.min_replies`` by the close: the server kept the previous model
     abandoned: bool = False
+    #: sampled clients that went off line before their reply (a fault, SecAgg+'s dropout, availability)
+    dropped_clients: int = 0
 
     DERIVED = ("comm_fraction", "bandwidth_bound", "host_bound", "replies")
 
     @property
     def replies(self) -> int:
-        """The updates the server used: the sampled clients less the late ones."""
-        return self.num_clients - self.late_clients
+        """The updates the server used: the sampled clients less the late and the dropped ones."""
+        return self.num_clients - self.late_clients - self.dropped_clients
 
     @property
     def comm_fraction(self) -> float:

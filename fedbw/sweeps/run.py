@@ -82,7 +82,7 @@ def prepare_sweep(config: Path, grid: list[str], sets: list[str], engine: str | 
     Resuming refuses a different config file content, --set list, engine or grid: the points already
     done would otherwise silently answer another question.
     """
-    from fedbw.plan import build_plan
+    from fedbw.engines.cohorts import planned
     from fedbw.results.rundir import fresh_stamped_dir
 
     base = load_config(config, sets)
@@ -108,7 +108,7 @@ def prepare_sweep(config: Path, grid: list[str], sets: list[str], engine: str | 
     for p in index.points:
         cfg = _point_config(config, sets, engine_sets, p, index.name, sweep_dir or Path(base.output_dir))
         try:
-            build_plan(cfg)
+            planned(cfg)
         except ConfigError as exc:
             raise ConfigError(f"sweep point {p.index} ({p.label}): {exc}") from None
         configs[p.index] = cfg

@@ -158,3 +158,23 @@ def test_a_round_policy_run_shows_used_of_sampled_and_its_late_uplink(tmp_path):
     assert out.exit_code == 0, out.output
     page = (Path(res.run_dir) / "report.html").read_text(encoding="utf-8")
     assert "used/sampled" in page and "late repl" in page and "of uplink" in page
+
+
+def test_a_run_with_availability_shows_its_dropped_clients_and_who_was_on_line(tmp_path):
+    """clients.availability: the rounds table says updates used of clients sampled, how many dropped, and how
+    many clients were on line at the rounds' starts, in the terminal and in report.html."""
+    from fedbw.config import load_config
+    from fedbw.runner import run_experiment
+
+    on = tmp_path / "on.csv"  # client 1 leaves 3 s into round 1, client 3 is never on line
+    on.write_text("client,start_s,end_s\n0,0,10000\n1,0,3\n2,0,10000\n3,9000,10000\n")
+    cfg = load_config(QUICKSTART, [f'output_dir="{tmp_path}"', 'engine="estimate"', "clients.total=4",
+                                   "clients.per_round=3", 'clients.compute="synthetic"', "training.rounds=2",
+                                   f'clients.availability.file="{on}"'])
+    res = run_experiment(cfg)
+    assert [r.dropped_clients for r in res.rounds] == [1, 0]
+    out = runner.invoke(app, ["report", str(res.run_dir)])
+    assert out.exit_code == 0, out.output
+    page = (Path(res.run_dir) / "report.html").read_text(encoding="utf-8")
+    assert "used/sampled" in page and "1 client(s) dropped" in page
+    assert "clients on line at a round&#x27;s start: 2–3" in page or "clients on line at a round's start: 2–3" in page

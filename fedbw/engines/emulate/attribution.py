@@ -205,5 +205,6 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
         comm_time_s=comm, compute_time_s=compute, framework_time_s=max(0.0, round_time - comm - compute),
         stage_times_s=stage_times, bytes_down_total=sum(c.bytes_down for c in clients),
         bytes_up_total=sum(c.bytes_up for c in clients), extra=extra, late_clients=len(late),
+        dropped_clients=len(extra["dropped"]),
         wasted_bytes_up=None if late else 0.0, **round_fields)
     return clients, record
