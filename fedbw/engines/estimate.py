@@ -40,8 +40,8 @@ def estimate_round(plan: Plan, round_index: int, client_ids: list[int] | None = 
     if dropped is None or clock is None:
         opts.pop("dropped", None)
         return round_timeline(rows, exchanges, deployment=clock, **opts)
-    # SecAgg+ dropouts: their exchanges end before the stage they miss
-    cut = exchanges[:next(i for i, e in enumerate(exchanges) if e.stage == dropped.stage)]
+    # dropouts (SecAgg+'s, availability's): their exchanges end before the stage they miss
+    cut = dropped.cut(exchanges)
     return round_timeline(rows, lambda cid: cut if cid in dropped.clients else exchanges, deployment=clock, **opts)
 
 

@@ -23,6 +23,9 @@ START, NODES, ROUND_START, MESSAGE, EVAL, ROUND_END, END, ERROR = (
 #: virtual clock decided (fedbw.fl.virtual_clock), under emulate those it had not pulled when it closed the
 #: stage; the engine's records call the same clients late.
 LATE = "late"
+#: simulate with clients.availability: the plan's dropouts whose training replies the ServerApp left out
+#: (Flower's Simulation Engine ran them to the end; the plan has them gone before their reply)
+DROPPED = "dropped"
 #: ``round_end`` field (DP or SecAgg+ runs only): what the server saw of the round's privacy — sampling,
 #: adjacency, δ, the cohort it aggregated, the noise multiplier accounted, SecAgg+'s clipped and wrapped
 #: counts — as a dict of :class:`fedbw.results.privacy_record.PrivacyRound` (``epsilon`` beside it is the

@@ -26,7 +26,7 @@ from flwr.app import ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, no_object_id_recompute
 
-from fedbw.fl.events import LATE, MESSAGE, EventLog
+from fedbw.fl.events import DROPPED, LATE, MESSAGE, EventLog
 from fedbw.netmodel.close import StageClose
 
 #: Reply record the client mod adds; the server reads and reports it.
@@ -120,7 +120,7 @@ class MeasuringGrid(Grid):
                  pull_interval_s: float | None = None, on_push: Callable[[list[Message]], None] | None = None,
                  stage_train_name: str = "fit", foreign: bool = False,
                  late_of: Callable[[int, list[dict[str, Any]]], set[int]] | None = None,
-                 close: StageClose | None = None) -> None:
+                 close: StageClose | None = None, dropped_of: Callable[[int], list[int]] | None = None) -> None:
         self._inner = inner
         self._log = log
         self._client_of = client_of
@@ -140,6 +140,8 @@ class MeasuringGrid(Grid):
         self._late_of = late_of
         #: emulate with a round policy: the training stage closes on this process's (emulated) clock
         self._close = close
+        #: simulate with clients.availability: round → the plan's dropouts, whose replies are left out
+        self._dropped_of = dropped_of
         self._round_messages: dict[int, list[dict[str, Any]]] = {}
 
     # Delegation of the abstract interface.
@@ -248,9 +250,22 @@ class MeasuringGrid(Grid):
         if close is not None and left:
             self._log.emit(LATE, round=self._round_of(), clients=sorted(
                 self._client_of.get(i["node_id"], -1) for i in left if i is not None))
+        if self._dropped_of is not None and training and out:
+            out = self._without_dropped(out)
         if self._late_of is not None and training and out:
             return self._without_late(out)
         return out
+
+    def _without_dropped(self, replies: list[Message]) -> list[Message]:
+        """The replies less those of the plan's dropouts (logged as a ``dropped`` event): under simulate they
+        ran to the end, but the plan has them gone before their reply, as estimate and emulate do."""
+        assert self._dropped_of is not None
+        r = self._round_of()
+        gone = set(self._dropped_of(r))
+        if not gone:
+            return replies
+        self._log.emit(DROPPED, round=r, clients=sorted(gone))
+        return [m for m in replies if self._client_of.get(m.metadata.src_node_id, -1) not in gone]
 
     def _without_late(self, replies: list[Message]) -> list[Message]:
         r = self._round_of()

@@ -149,7 +149,8 @@ def main(grid: Grid, context: Context) -> None:
         state = RoundState()
         client_of = {n: c for c, n in node_of.items()}
         measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure,
-                                 late_of=virtual_close(settings), close=real_close(settings))
+                                 late_of=virtual_close(settings), close=real_close(settings),
+                                 dropped_of=plan.dropped if (plan.config.engine == "simulate" and plan.offline) else None)
         # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups. The plan's
         # budget caps the rounds at privacy.dp.max_epsilon; the strategy accounts each round as it ran and
         # stops earlier if dropouts spent more than planned.

@@ -21,12 +21,20 @@ def measured_timeline(plan: Plan, rnd: RoundEvents, link_of: Callable[[int], Cli
                       clock: DeploymentClock | None = None) -> RoundTimeline:
     """One measured round on the clock: each client's measured stage messages cross its planned link
     (``link_of`` may replace it), the training stage takes the compute time it reported, Flower's costs and
-    the plan's round policy apply (``clock``: one per run, carried from round to round)."""
+    the plan's round policy apply (``clock``: one per run, carried from round to round). A client the plan
+    has dropping mid-round (``clients.availability``) ran to the end under Flower's Simulation Engine; on the
+    clock its messages end before the stage it misses, which waits for Flower to report it gone, as in
+    estimate."""
     exchanges = measured_exchanges(rnd)
     compute = client_compute_s(rnd)
     ids = [c for c in (rnd.clients or sorted(exchanges)) if c in exchanges]
     rows = [(cid, link_of(cid) if link_of else plan.clients[cid].link, compute.get(cid, 0.0)) for cid in ids]
-    return round_timeline(rows, lambda cid: exchanges[cid], deployment=clock, **plan.timeline_options())
+    opts = plan.timeline_options(rnd.round)
+    if clock is None:
+        opts.pop("dropped", None)  # what a dropout costs is Flower's wait: links alone have none
+    if (gone := opts.get("dropped")) is not None:
+        return round_timeline(rows, lambda cid: gone.messages(cid, exchanges[cid]), deployment=clock, **opts)
+    return round_timeline(rows, lambda cid: exchanges[cid], deployment=clock, **opts)
 
 
 class VirtualClose:

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from fedbw.netmodel.payload import MessageSizes
+
 
 @dataclass(frozen=True)
 class StageClose:
@@ -67,6 +69,15 @@ class SecAggDropouts:
     clients: frozenset[int]
     stage: str = DROPOUT_STAGE
     timeout_s: float | None = None
+
+    def cut(self, exchanges: list[MessageSizes]) -> list[MessageSizes]:
+        """A dropped client's stage messages: those before the stage it misses."""
+        stages = [e.stage for e in exchanges]
+        return exchanges[:stages.index(self.stage)] if self.stage in stages else exchanges
+
+    def messages(self, client_id: int, exchanges: list[MessageSizes]) -> list[MessageSizes]:
+        """A client's stage messages as far as it gets."""
+        return self.cut(exchanges) if client_id in self.clients else exchanges
 
 
 def close_links_only(t_start_s: float, finishes_s: Sequence[float], close: StageClose) -> tuple[float, list[bool]]:

@@ -101,16 +101,16 @@ def test_emulate_stops_a_dropped_client_at_its_training_stage(tmp_path: Path) ->
     assert [(d.client, d.round, d.stage_index) for d in drops_for_plan(secagg)] == [(1, 1, 2)]
 
 
-@pytest.mark.parametrize("engine, intervals, says", [
-    ("simulate", MID_ROUND_LEAVER, "simulate runs every sampled client to its reply"),
-    # client 1 leaves in round 1 and is back for round 2: emulate stopped its SuperNode
-    ("emulate", "0,0,10000\n1,0,3\n1,40,10000\n2,0,10000\n", "sampled again in round 2"),
-])
-def test_an_engine_that_cannot_run_the_planned_dropouts_says_so_in_one_line(tmp_path: Path, engine: str,
-                                                                            intervals: str, says: str) -> None:
-    cfg = _cfg(tmp_path, intervals).model_copy(update={"engine": engine})
-    with pytest.raises(ConfigError, match=says):
-        planned(cfg)
+#: client 1 leaves 3 s into round 1 and is back on line for round 2
+LEAVES_AND_COMES_BACK = "0,0,10000\n1,0,3\n1,40,10000\n2,0,10000\n"
+
+
+def test_emulate_refuses_a_dropped_client_sampled_again_in_one_line(tmp_path: Path) -> None:
+    """emulate stops a dropped client's SuperNode for the rest of the run; estimate and simulate run it."""
+    for engine in ("estimate", "simulate"):
+        assert planned(_cfg(tmp_path, LEAVES_AND_COMES_BACK).model_copy(update={"engine": engine})).offline == [[1], []]
+    with pytest.raises(ConfigError, match="client 1 goes off line in round 1 and is sampled again in round 2"):
+        planned(_cfg(tmp_path, LEAVES_AND_COMES_BACK).model_copy(update={"engine": "emulate"}))
 
 
 @pytest.mark.parametrize("change, says", [
@@ -147,11 +147,11 @@ def test_the_cli_refuses_what_an_engine_cannot_run_with_one_line_and_exit_2(tmp_
     from fedbw.cli import app
 
     on = tmp_path / "on.csv"
-    on.write_text("client,start_s,end_s\n" + MID_ROUND_LEAVER)
-    out = CliRunner().invoke(app, ["run", "experiments/quickstart.toml", "--engine", "simulate", "--set",
+    on.write_text("client,start_s,end_s\n" + LEAVES_AND_COMES_BACK)
+    out = CliRunner().invoke(app, ["run", "experiments/quickstart.toml", "--engine", "emulate", "--set",
                                    "clients.total=4", "--set", "clients.per_round=3", "--set",
                                    'clients.compute="synthetic"', "--set", f'clients.availability.file="{on}"',
                                    "--set", f'output_dir="{tmp_path}"'])
     assert out.exit_code == 2 and "Traceback" not in out.output, out.output
-    assert "goes off line during round 1" in out.output
+    assert "sampled again in round 2" in out.output
     assert not list(tmp_path.glob("quickstart-*"))  # refused before any run directory exists

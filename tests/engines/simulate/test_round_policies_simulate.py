@@ -73,3 +73,31 @@ def test_a_traced_link_in_simulate_moves_the_bytes_the_estimate_engine_moves(tmp
         downs[engine] = {c.round: c.t_down_s for c in res.clients if c.client_id == 0}
     assert downs["simulate"] == pytest.approx(downs["estimate"], rel=0.02)
     assert downs["simulate"][1] < 2.0 < 8.0 < downs["simulate"][2]
+
+
+@pytest.mark.slow
+def test_a_client_that_goes_off_line_mid_round_is_left_out_in_simulate_as_the_plan_says(tmp_path: Path) -> None:
+    """clients.availability under simulate (issue 32.1): Flower's Simulation Engine runs client 1 to its reply,
+    but the plan has it off line 3 s into round 1, so the ServerApp leaves its update out (a ``dropped``
+    event) and the virtual clock waits for Flower to report it gone; the records match estimate's (one model:
+    the plumbing is what this checks)."""
+    from fedbw.runner import run_experiment
+
+    on = tmp_path / "on.csv"
+    on.write_text("client,start_s,end_s\n0,0,10000\n1,0,3\n2,0,10000\n3,9000,10000\n")
+    runs = {}
+    for engine in ("estimate", "simulate"):
+        runs[engine] = run_experiment(config_from_dict({
+            "name": f"availability-{engine}", "engine": engine, "device": "cpu", "seed": 0,
+            "output_dir": str(tmp_path), "model": {"name": "small-cnn"}, "network": {"profile": "home-80"},
+            "clients": {"total": 4, "per_round": 3, "compute": "synthetic", "availability": {"file": str(on)}},
+            "training": {"rounds": 2}}))
+    sim, est = runs["simulate"], runs["estimate"]
+    events = [json.loads(line) for line in (sim.run_dir / "events.jsonl").read_text().splitlines()]
+    assert [(e["round"], e["clients"]) for e in events if e["event"] == "dropped"] == [(1, [1])]
+    for res in (sim, est):
+        assert [sorted(c.client_id for c in res.clients if c.round == r) for r in (1, 2)] == [[0, 1, 2], [0, 2]]
+        assert [c.client_id for c in res.clients if c.dropped] == [1]
+        assert [r.replies for r in res.rounds] == [2, 2]
+    assert sim.rounds[0].round_time_s > 30.0 and sim.rounds[0].round_time_s == pytest.approx(
+        est.rounds[0].round_time_s, rel=0.05)
