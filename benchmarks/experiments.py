@@ -11,7 +11,8 @@ fedbw/report/experiment_plots.py — and the generated tables of docs/experiment
 Extras beyond the plain command, each said on its page: local-steps adds every variant's accuracy per
 round (from its run's records); compression adds `fedbw estimate --codec` for larger models;
 heterogeneous-clients adds the estimate engine on the same links (each straggler's slowed link as a
-network override, since estimate ignores [faults]) and without the stragglers.
+network override, since estimate ignores [faults]) and without the stragglers; deadlines runs its config
+once per round policy (DEADLINE_POLICIES, each a `--set` list).
 
 Run it from a frozen snapshot (`/tmp/snap-run.sh NAME .venv/bin/python benchmarks/experiments.py`):
 Flower's processes import fedbw afresh. ≈ 15–20 min on 2 cores; run directories go to runs/.
@@ -203,6 +204,29 @@ def heterogeneous(name: str) -> dict[str, Any]:
                               "no_stragglers": {k: without[k] for k in keep}}}
 
 
+#: the deadlines experiment's round policies (issue 32.4): each a `--set` list on experiments/deadlines.toml
+DEADLINE_POLICIES: dict[str, list[str]] = {
+    "wait-for-all": [],
+    "deadline-15s": ["round.deadline_s=15"],
+    "over-select-1.3": ["round.over_select=1.3"],
+    "over-select-1.3+deadline-15s": ["round.over_select=1.3", "round.deadline_s=15"],
+}
+#: the accuracy the deadlines experiment counts the time to
+DEADLINES_TARGET = 0.85
+
+
+def deadlines(name: str) -> dict[str, Any]:
+    """Every round policy on the same population (one `fedbw run` each): its rounds and summary."""
+    m, policies = machine(), []
+    for policy, sets in DEADLINE_POLICIES.items():
+        data = run(f"experiments/{name}.toml", *[a for s in sets for a in ("--set", s)])
+        policies.append({"policy": policy, "set": sets, **{k: data[k] for k in (
+            "command", "started_utc", "finished_utc", "run", "engine", "rounds", "summary")}})
+        environment = data["environment"]
+    return {"experiment": name, "machine": m, "environment": environment, "target_accuracy": DEADLINES_TARGET,
+            "policies": policies}
+
+
 EXPERIMENTS: dict[str, Callable[[str], dict[str, Any]]] = {
     "quickstart": plain_run,
     "uplink-profiles": plain_run,
@@ -210,6 +234,7 @@ EXPERIMENTS: dict[str, Callable[[str], dict[str, Any]]] = {
     "compression": compression,
     "local-steps": local_steps,
     "heterogeneous-clients": heterogeneous,
+    "deadlines": deadlines,
 }
 
 

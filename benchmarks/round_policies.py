@@ -10,10 +10,11 @@ Per model and policy: the mean round with its mean 80 % interval, updates used o
 the share of sampled clients that were late, their wasted uplink per round, and the hours 1,000 rounds take.
 The deadline is set per model to about a home-30 client's exchange (the small CNN: 8 s, ResNet-18: 35 s).
 
-``--engines`` adds the check across engines (issue 32.5): each of ``CASES`` (an over-selection config, and a
-trace-driven one with a deadline; the small CNN with synthetic compute, 3 rounds) run in estimate, simulate
-and emulate (undilated, real sockets through the shaper, which replays the trace from the first round's
-start). Per case, engine and round: the clients it called late, the round time, client 0's download. The
+``--engines`` adds the check across engines (issue 32.5): each of ``CASES`` (an over-selection config, a
+trace-driven one with a deadline, and one whose client goes off line mid-round; the small CNN with synthetic
+compute, 3 rounds) run in estimate, simulate and emulate (undilated, real sockets through the shaper, which
+replays the trace from the first round's start). Per case, engine and round: the clients it called late and
+those that dropped, the round time, client 0's download. The
 engines share the closing rule's idea and the trace, not their code: emulate's ServerApp stops pulling on its
 own clock and the shaper moves the bytes; estimate and simulate lay both on the model.
 
@@ -81,6 +82,9 @@ SLOW = [{"client": 0, "down_mbps": 0.5}, {"client": 1, "down_mbps": 0.5}]
 #: small CNN's 0.55 MB then take about 11 s), so its download is fast in round 1 (over by about 3 s) and slow
 #: from round 2 on (which starts after about 9 s): late for a 14 s deadline from round 2, on time in round 1.
 STEP_TRACE = "t_s,up_mbps,down_mbps\n0,80,1000\n6,80,0.4\n60,80,0.4\n"
+#: The availability case: clients 0 and 2 on line throughout, client 1 leaves 3 s into round 1 (before its fit
+#: reply: a dropout, Flower's server waits for its heartbeat to lapse), client 3 is off line for the whole run.
+LEAVER = "client,start_s,end_s\n0,0,10000\n1,0,3\n2,0,10000\n3,9000,10000\n"
 #: Each case of the check: what it shows, and the config keys beside the common ones.
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "over-selection": ("4 clients sampled for 2 per round (over_select = 2), clients 0 and 1 downloading at "
@@ -93,6 +97,11 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
                           "network": {"profile": "home-80", "trace_phase": "aligned",
                                       "overrides": [{"client": 0, "trace": "{trace}"}]},
                           "round": {"deadline_s": 14.0}}),
+    "client off line mid-round": ("4 clients on home-80, 3 per round from those on line (clients.availability): "
+                                  "client 1 leaves 3 s into round 1, client 3 is never on line",
+                                  {"clients": {"total": 4, "per_round": 3, "compute": "synthetic",
+                                               "availability": {"file": "{availability}"}},
+                                   "network": {"profile": "home-80"}}),
 }
 
 
@@ -108,8 +117,11 @@ def engines_check() -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="fedbw-round-policies-") as tmp:
         trace = Path(tmp) / "step.csv"
         trace.write_text(STEP_TRACE, encoding="utf-8")
+        availability = Path(tmp) / "on.csv"
+        availability.write_text(LEAVER, encoding="utf-8")
         for case, (_, keys) in CASES.items():
-            keys = json.loads(json.dumps(keys).replace("{trace}", str(trace)))
+            keys = json.loads(json.dumps(keys).replace("{trace}", str(trace)).replace("{availability}",
+                                                                                     str(availability)))
             for engine in ("estimate", "simulate", "emulate"):
                 cfg = config_from_dict({"name": f"policy-{engine}", "engine": engine, "seed": 0, "output_dir": tmp,
                                         "model": {"name": "small-cnn"}, "training": {"rounds": 3}, **keys})
@@ -119,6 +131,7 @@ def engines_check() -> list[dict[str, Any]]:
                     out.append({"case": case, "engine": engine, "round": r.round, "round_time_s": r.round_time_s,
                                 "round_interval_s": r.round_interval_s, "sampled": r.num_clients,
                                 "late": sorted(c.client_id for c in mine if c.late),
+                                "dropped": sorted(c.client_id for c in mine if c.dropped),
                                 # a late client under emulate has no stage records (its reply never came in)
                                 "client0_down_s": next((c.t_down_s for c in mine if c.client_id == 0
                                                         and not (c.late and not c.stages)), None)})
@@ -131,7 +144,7 @@ def main() -> None:
     from fedbw.calibration.file import load_costs, model_stamp
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--engines", action="store_true", help="also run the check across engines (about 2 min)")
+    ap.add_argument("--engines", action="store_true", help="also run the check across engines (about 4 min)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     rows = [row(model, name, keys) for model, deadline in MODELS.items()
@@ -153,6 +166,7 @@ def main() -> None:
                            "cases": {name: what for name, (what, _) in CASES.items()}}
         for e in data["engines"]["rows"]:
             print(f"{e['case']:17s} {e['engine']:9s} round {e['round']}: {e['round_time_s']:6.2f} s, late {e['late']}, "
+                  f"dropped {e['dropped']}, "
                   "client 0's download " + ("-" if e["client0_down_s"] is None else f"{e['client0_down_s']:.2f} s"))
     elif OUT.is_file():  # keep the last check across engines (it is stamped with its own date)
         data["engines"] = json.loads(OUT.read_text(encoding="utf-8")).get("engines")

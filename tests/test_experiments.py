@@ -124,6 +124,27 @@ def test_local_steps_table_shows_rounds_and_time_to_target() -> None:
     assert line.split(" | ")[1] == "5" and line.split(" | ")[-2] == "2"  # local steps; first round ≥ 90 %
 
 
+def test_deadlines_table_counts_what_each_policy_left_out_and_its_time_to_target_with_bounds() -> None:
+    from fedbw.report.experiment_tables import deadlines_markdown, time_to_target_interval
+
+    def rnd(i: int, t: float, acc: float, dropped: int = 0, late: int = 0) -> dict:
+        return {"round": i, "round_time_s": t, "round_interval_s": [t - 1, t + 2], "accuracy": acc,
+                "num_clients": 6, "replies": 6 - dropped - late, "dropped_clients": dropped, "late_clients": late,
+                "wasted_bytes_up": 1e6 * late}
+
+    wait = [rnd(1, 10.0, 0.5), rnd(2, 50.0, 0.8, dropped=1), rnd(3, 10.0, 0.9)]
+    cut = [rnd(1, 10.0, 0.5), rnd(2, 15.0, 0.8, late=1), rnd(3, 10.0, 0.86)]
+    assert time_to_target_interval(wait, 0.85) == (67.0, 76.0) and time_to_target_interval(wait, 0.95) is None
+    data = {"target_accuracy": 0.85, "environment": {}, "policies": [
+        {"policy": "wait-for-all", "command": "fedbw run experiments/deadlines.toml", "rounds": wait},
+        {"policy": "deadline-15s", "command": "fedbw run experiments/deadlines.toml", "rounds": cut}]}
+    lines = {x.split(" | ")[0].lstrip("| "): x.split(" | ") for x in deadlines_markdown(data).splitlines()
+             if x.startswith("| wait") or x.startswith("| deadline")}
+    assert lines["wait-for-all"][2:5] == ["17 / 18", "1", "0"]  # used / sampled, dropped, late
+    assert lines["deadline-15s"][2:6] == ["17 / 18", "0", "1", "1.00 MB"]
+    assert lines["wait-for-all"][6:8] == ["3", "1.2 min [1.1–1.3]"] and lines["deadline-15s"][7].startswith("0.6 min")
+
+
 def test_datacenter_ratio_is_fl_comm_over_one_allreduce() -> None:
     profile = {"profile": "home-30", "bytes_up_per_client": 4000, "t_down_s": 1.0, "t_up_s": 3.0,
                "round_time_s": 5.0}

@@ -120,7 +120,8 @@ class MeasuringGrid(Grid):
                  pull_interval_s: float | None = None, on_push: Callable[[list[Message]], None] | None = None,
                  stage_train_name: str = "fit", foreign: bool = False,
                  late_of: Callable[[int, list[dict[str, Any]]], set[int]] | None = None,
-                 close: StageClose | None = None, dropped_of: Callable[[int], list[int]] | None = None) -> None:
+                 close: StageClose | None = None, dropped_of: Callable[[int], list[int]] | None = None,
+                 dropped_stage: str = "fit") -> None:
         self._inner = inner
         self._log = log
         self._client_of = client_of
@@ -140,8 +141,10 @@ class MeasuringGrid(Grid):
         self._late_of = late_of
         #: emulate with a round policy: the training stage closes on this process's (emulated) clock
         self._close = close
-        #: simulate with clients.availability: round → the plan's dropouts, whose replies are left out
+        #: simulate with clients.availability: round → the plan's dropouts, whose replies to ``dropped_stage``
+        #: (the training stage: "fit", or SecAgg+'s "collect_masked_vectors") are left out
         self._dropped_of = dropped_of
+        self._dropped_stage = dropped_stage
         self._round_messages: dict[int, list[dict[str, Any]]] = {}
 
     # Delegation of the abstract interface.
@@ -228,7 +231,8 @@ class MeasuringGrid(Grid):
         ``late_of`` (simulate and a round policy) the training stage's replies are then laid on the virtual
         clock, and those of clients it calls late are left out (and logged as a ``late`` event)."""
         messages = list(messages)
-        training = bool(messages) and exchange_stage(messages[0], self._train_name) == self._train_name
+        stage = exchange_stage(messages[0], self._train_name) if messages else ""
+        training = stage == self._train_name
         close = self._close if training else None
         enough = None
         if close is not None:  # Flower's reply timeout is the deadline; "enough" stops after the pull that got them
@@ -250,7 +254,7 @@ class MeasuringGrid(Grid):
         if close is not None and left:
             self._log.emit(LATE, round=self._round_of(), clients=sorted(
                 self._client_of.get(i["node_id"], -1) for i in left if i is not None))
-        if self._dropped_of is not None and training and out:
+        if self._dropped_of is not None and stage == self._dropped_stage and out:
             out = self._without_dropped(out)
         if self._late_of is not None and training and out:
             return self._without_late(out)
@@ -258,7 +262,9 @@ class MeasuringGrid(Grid):
 
     def _without_dropped(self, replies: list[Message]) -> list[Message]:
         """The replies less those of the plan's dropouts (logged as a ``dropped`` event): under simulate they
-        ran to the end, but the plan has them gone before their reply, as estimate and emulate do."""
+        ran to the end, but the plan has them gone before their reply, as estimate and emulate do. Under
+        SecAgg+ the workflow then takes them for dropped clients: Flower's own unmask path reconstructs
+        their masks."""
         assert self._dropped_of is not None
         r = self._round_of()
         gone = set(self._dropped_of(r))

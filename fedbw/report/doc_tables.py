@@ -320,7 +320,8 @@ EXPERIMENTS_CMD = ".venv/bin/python benchmarks/experiments.py"
 for _name, _render in (("quickstart", _xt.run_markdown), ("uplink-profiles", _xt.run_markdown),
                        ("heterogeneous-clients", _xt.heterogeneous_markdown),
                        ("datacenter-vs-federated", _xt.datacenter_markdown),
-                       ("compression", _xt.compression_markdown), ("local-steps", _xt.local_steps_markdown)):
+                       ("compression", _xt.compression_markdown), ("local-steps", _xt.local_steps_markdown),
+                       ("deadlines", _xt.deadlines_markdown)):
     result_table(f"experiments.{_name}", f"experiments/{_name}.json", f"{EXPERIMENTS_CMD} {_name}",
                  model=True)(_render)
 

@@ -196,6 +196,34 @@ def plot_local_steps(data: Data, fig: Any) -> None:
     by_time.set_title("accuracy against time")
 
 
+def plot_deadlines(data: Data, fig: Any) -> None:
+    """Accuracy against the round clock per round policy (left); each policy's rounds (right)."""
+    by_time, rounds_ax = fig.subplots(1, 2)
+    target = data.get("target_accuracy")
+    names = []
+    for p in data["policies"]:
+        elapsed, times, acc = 0.0, [], []
+        for r in p["rounds"]:
+            elapsed += r["round_time_s"]
+            if r.get("accuracy") is not None:
+                times.append(elapsed / 60)
+                acc.append(r["accuracy"])
+        by_time.plot(times, acc, ".-", label=p["policy"], markersize=3)
+        names.append(p["policy"])
+    if target is not None:
+        by_time.axhline(target, color="grey", linestyle=":", linewidth=1)
+    by_time.set_ylim(0, 1)
+    by_time.set_xlabel("round clock (min)")
+    by_time.set_ylabel("accuracy (server, held-out)")
+    by_time.set_title("accuracy against time, per round policy")
+    by_time.legend(fontsize=7, loc="lower right")
+    rounds_ax.boxplot([[r["round_time_s"] for r in p["rounds"]] for p in data["policies"]], showfliers=True)
+    rounds_ax.set_xticks(range(1, len(names) + 1), names)
+    rounds_ax.tick_params(axis="x", labelrotation=20, labelsize=7)
+    rounds_ax.set_ylabel("round time (s)")
+    rounds_ax.set_title("rounds per policy (a dropout's heartbeat wait: the tall ones)")
+
+
 #: experiment → (its result file under benchmarks/results/, the function that draws it, figure size)
 FIGURES: dict[str, tuple[str, Callable[[Data, Any], None], tuple[float, float]]] = {
     "quickstart": ("experiments/quickstart.json", plot_run, (11, 4)),
@@ -204,6 +232,7 @@ FIGURES: dict[str, tuple[str, Callable[[Data, Any], None], tuple[float, float]]]
     "datacenter-vs-federated": ("experiments/datacenter-vs-federated.json", plot_datacenter, (11, 4.5)),
     "compression": ("experiments/compression.json", plot_compression, (13, 4.2)),
     "local-steps": ("experiments/local-steps.json", plot_local_steps, (11, 4.2)),
+    "deadlines": ("experiments/deadlines.json", plot_deadlines, (12, 4.5)),
 }
 
 

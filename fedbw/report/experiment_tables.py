@@ -8,7 +8,8 @@ Three shapes of result file (benchmarks/results/experiments/<name>.json):
 * a **study** (compression, local-steps): the study.json `fedbw study --result`
   wrote (one row per variant and profile), plus, for local steps, each variant's ``curves`` (accuracy
   per round on the run's own clock) and for compression ``estimates`` of larger models;
-* **estimates** (datacenter-vs-federated): `fedbw estimate --json` once per model.
+* **estimates** (datacenter-vs-federated): `fedbw estimate --json` once per model;
+* **policies** (deadlines): one run per round policy, each its ``rounds`` and ``summary``.
 
 Registered as generated blocks in :mod:`fedbw.report.doc_tables`; pure functions of the data.
 """
@@ -269,3 +270,60 @@ def datacenter_markdown(data: Data) -> str:
             f"ring, recursive doubling and Rabenseifner in the α-β model, docs/methodology.md); FL comm = "
             f"download + upload of one client on {slow}; FL round adds compute (device profile "
             f"{data.get('device_profile', '?')}) and Flower's own costs. " + provenance(data))
+
+
+# -------------------------------------------------------------------------------------- policies
+
+
+def _quantile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p * (len(ordered) - 1))))]
+
+
+def time_to_target_interval(rounds: list[Data], target: float) -> tuple[float, float] | None:
+    """The time to ``target`` with each round at the low and at the high end of its 80 % interval (None: not
+    reached, or a round without an interval): wider than the sum's own 80 % interval, never narrower."""
+    low = high = 0.0
+    for r in rounds:
+        span = r.get("round_interval_s")
+        if span is None:
+            return None
+        low, high = low + span[0], high + span[1]
+        if r.get("accuracy") is not None and r["accuracy"] >= target:
+            return low, high
+    return None
+
+
+def deadlines_markdown(data: Data) -> str:
+    """Per round policy on one population: its rounds, what it left out and its time to the target accuracy."""
+    target = data.get("target_accuracy", 0.85)
+    head = ["policy", "round: median [10th–90th percentile of rounds]", "updates used / sampled", "dropped", "late",
+            "wasted uplink", f"rounds to {100 * target:.0f} %", f"time to {100 * target:.0f} % [80 % bounds]",
+            "final accuracy"]
+    body = []
+    for p in data["policies"]:
+        rounds = p["rounds"]
+        times = [r["round_time_s"] for r in rounds]
+        rnd, t = time_to_target(rounds, target)
+        bounds = time_to_target_interval(rounds, target)
+        wasted = [r.get("wasted_bytes_up") for r in rounds]
+        body.append([
+            p["policy"], f"{fmt_s(_quantile(times, 0.5))} [{fmt_s(_quantile(times, 0.1))}–{fmt_s(_quantile(times, 0.9))}]",
+            f"{sum(r['replies'] for r in rounds)} / {sum(r['num_clients'] for r in rounds)}",
+            str(sum(r.get("dropped_clients", 0) for r in rounds)), str(sum(r.get("late_clients", 0) for r in rounds)),
+            "-" if any(w is None for w in wasted) else fmt_bytes(sum(wasted)),  # type: ignore[arg-type]
+            "not reached" if rnd is None else str(rnd),
+            "-" if t is None else f"{t / 60:.1f} min" + ("" if bounds is None else
+                                                         f" [{bounds[0] / 60:.1f}–{bounds[1] / 60:.1f}]"),
+            _acc(rounds[-1].get("accuracy") if rounds else None)])
+    first = data["policies"][0]
+    env = data.get("environment") or {}
+    pkgs = env.get("packages") or {}
+    return (md_table(head, body, right={1, 2, 3, 4, 5, 6, 7, 8})
+            + f"\nEach policy is one `{first['command']}` run with its `--set` (the engine's own clock: the simulate "
+            f"engine's measured messages on the model's clock, Flower's costs included). A round's percentiles are "
+            f"over the run's rounds; the time to {100 * target:.0f} % sums the rounds up to the first whose "
+            f"server-side accuracy reaches it, and its bounds sum every round's 10th and 90th percentile (wider than "
+            f"the sum's own interval). Updates used / sampled and the counts are over all rounds. Runs started "
+            f"{first.get('started_utc', '?')} on {env.get('platform', '?')}, {env.get('cpu_count', '?')} CPU(s), "
+            f"Python {env.get('python', '?')}, flwr {pkgs.get('flwr', '?')}, torch {pkgs.get('torch', '?')}.\n")

@@ -42,20 +42,23 @@ def round_policy_engines_markdown(data: dict[str, Any]) -> str:
         engines = list(dict.fromkeys(e["engine"] for e in rows_of))
         rounds = sorted({e["round"] for e in rows_of})
         traced = "trace" in case
+        drops = any(e.get("dropped") for e in rows_of)  # a case where clients leave: who dropped, per engine
         rows, same = [], 0
         for r in rounds:
             cells = [by.get((g, r)) for g in engines]
-            lates = {tuple(c["late"]) for c in cells if c is not None}
+            lates = {(tuple(c["late"]), tuple(c.get("dropped", []))) for c in cells if c is not None}
             same += len(lates) == 1 and all(c is not None for c in cells)
             rows.append([str(r), *(("-" if c is None else
                                     f"{fmt_s_interval(c['round_time_s'], c['round_interval_s'])}, late "
                                     f"{', '.join(map(str, c['late'])) or 'none'}"
+                                    + (f", dropped {', '.join(map(str, c['dropped'])) or 'none'}" if drops else "")
                                     + ((f"; client 0's download {fmt_s(c['client0_down_s'])}"
                                         if c.get("client0_down_s") is not None else "; client 0's download "
                                         "not recorded (late: its reply never came in)") if traced else ""))
                                    for c in cells)])
         out.append(f"**{case}**: {what}.\n\n" + md_table(["round", *engines], rows)
-                   + f"\nThe same clients late in every engine in {same} of {len(rounds)} rounds.\n")
+                   + f"\nThe same clients late{' and dropped' if drops else ''} in every engine in {same} of "
+                     f"{len(rounds)} rounds.\n")
     return ("\n".join(out) + "\nestimate and simulate share the closing rule's code (fedbw/netmodel/close.py) and "
             "the traced link's (fedbw/netmodel/link_rate.py), so their agreement is consistency; emulate shares "
             "none of it, and its column is the check. The small CNN with synthetic compute, 3 rounds. emulate: "

@@ -76,11 +76,14 @@ def test_a_traced_link_in_simulate_moves_the_bytes_the_estimate_engine_moves(tmp
 
 
 @pytest.mark.slow
-def test_a_client_that_goes_off_line_mid_round_is_left_out_in_simulate_as_the_plan_says(tmp_path: Path) -> None:
+@pytest.mark.parametrize("secagg", [False, True])
+def test_a_client_that_goes_off_line_mid_round_is_left_out_in_simulate_as_the_plan_says(tmp_path: Path,
+                                                                                      secagg: bool) -> None:
     """clients.availability under simulate (issue 32.1): Flower's Simulation Engine runs client 1 to its reply,
     but the plan has it off line 3 s into round 1, so the ServerApp leaves its update out (a ``dropped``
-    event) and the virtual clock waits for Flower to report it gone; the records match estimate's (one model:
-    the plumbing is what this checks)."""
+    event; under SecAgg+ its masked vector, and Flower's workflow then unmasks without it) and the virtual
+    clock waits for Flower to report it gone; the records match estimate's (one model: the plumbing is what
+    this checks)."""
     from fedbw.runner import run_experiment
 
     on = tmp_path / "on.csv"
@@ -91,7 +94,7 @@ def test_a_client_that_goes_off_line_mid_round_is_left_out_in_simulate_as_the_pl
             "name": f"availability-{engine}", "engine": engine, "device": "cpu", "seed": 0,
             "output_dir": str(tmp_path), "model": {"name": "small-cnn"}, "network": {"profile": "home-80"},
             "clients": {"total": 4, "per_round": 3, "compute": "synthetic", "availability": {"file": str(on)}},
-            "training": {"rounds": 2}}))
+            "training": {"rounds": 2}, "privacy": {"secagg": {"enabled": secagg}}}))
     sim, est = runs["simulate"], runs["estimate"]
     events = [json.loads(line) for line in (sim.run_dir / "events.jsonl").read_text().splitlines()]
     assert [(e["round"], e["clients"]) for e in events if e["event"] == "dropped"] == [(1, [1])]
