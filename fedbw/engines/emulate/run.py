@@ -76,12 +76,13 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
                or (str(failure) if failure else "the ServerApp ended early"))
         secagg = cfg.privacy.secagg
         hint = ""
-        if secagg.enabled and (halted or cfg.faults.drops):
+        planned_drops = drops_for_plan(plan)  # [faults] drops and clients.availability's mid-round dropouts
+        if secagg.enabled and (halted or planned_drops):
             hint = (f"\nSecAgg+ can unmask the sum only if at least reconstruction_threshold = "
                     f"{secagg.reconstruction_threshold} of each client's {secagg.shares(cfg.clients.per_round)} share "
                     "holders survive; "
-                    f"{len(cfg.faults.drops)} drop(s) were injected ({res.dropped if res else []} dropped). "
-                    "Inject fewer drops, lower privacy.secagg.reconstruction_threshold or raise num_shares.")
+                    f"{len(planned_drops)} drop(s) were planned ({res.dropped if res else []} dropped). "
+                    "Plan fewer drops, lower privacy.secagg.reconstruction_threshold or raise num_shares.")
         raise RunError(f"emulate stopped after {len(recorder.rounds)} of {plan.rounds} round(s): {why}{hint}\n"
                        "finished rounds are kept in records.jsonl")
     return result
