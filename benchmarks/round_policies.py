@@ -85,6 +85,9 @@ STEP_TRACE = "t_s,up_mbps,down_mbps\n0,80,1000\n6,80,0.4\n60,80,0.4\n"
 #: The availability case: clients 0 and 2 on line throughout, client 1 leaves 3 s into round 1 (before its fit
 #: reply: a dropout, Flower's server waits for its heartbeat to lapse), client 3 is off line for the whole run.
 LEAVER = "client,start_s,end_s\n0,0,10000\n1,0,3\n2,0,10000\n3,9000,10000\n"
+#: The SecAgg+ availability case's: the same with client 3 on line throughout and client 4 never (rounds of
+#: 4, then 3 clients: SecAgg+'s 3 shares need 3)
+LEAVER_SECAGG = "client,start_s,end_s\n0,0,10000\n1,0,3\n2,0,10000\n3,0,10000\n4,9000,10000\n"
 #: Each case of the check: what it shows, and the config keys beside the common ones.
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "over-selection": ("4 clients sampled for 2 per round (over_select = 2), clients 0 and 1 downloading at "
@@ -102,6 +105,14 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
                                   {"clients": {"total": 4, "per_round": 3, "compute": "synthetic",
                                                "availability": {"file": "{availability}"}},
                                    "network": {"profile": "home-80"}}),
+    "client off line mid-round, SecAgg+": ("the same with SecAgg+ (3 shares, threshold 2) and 4 of 5 clients per "
+                                           "round: client 1 leaves 3 s into round 1, before its masked vector; "
+                                           "the unmasking reconstructs its share (issue 34's dropout check)",
+                                           {"clients": {"total": 5, "per_round": 4, "compute": "synthetic",
+                                                        "availability": {"file": "{availability_secagg}"}},
+                                            "network": {"profile": "home-80"},
+                                            "privacy": {"secagg": {"enabled": True, "num_shares": 3,
+                                                                   "reconstruction_threshold": 2}}}),
 }
 
 
@@ -117,11 +128,15 @@ def engines_check() -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="fedbw-round-policies-") as tmp:
         trace = Path(tmp) / "step.csv"
         trace.write_text(STEP_TRACE, encoding="utf-8")
-        availability = Path(tmp) / "on.csv"
-        availability.write_text(LEAVER, encoding="utf-8")
+        files = {"{trace}": trace}
+        for key, text in (("{availability}", LEAVER), ("{availability_secagg}", LEAVER_SECAGG)):
+            files[key] = Path(tmp) / f"{key.strip('{}')}.csv"
+            files[key].write_text(text, encoding="utf-8")
         for case, (_, keys) in CASES.items():
-            keys = json.loads(json.dumps(keys).replace("{trace}", str(trace)).replace("{availability}",
-                                                                                     str(availability)))
+            text = json.dumps(keys)
+            for key, path in files.items():
+                text = text.replace(key, str(path))
+            keys = json.loads(text)
             for engine in ("estimate", "simulate", "emulate"):
                 cfg = config_from_dict({"name": f"policy-{engine}", "engine": engine, "seed": 0, "output_dir": tmp,
                                         "model": {"name": "small-cnn"}, "training": {"rounds": 3}, **keys})
