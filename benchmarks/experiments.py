@@ -10,8 +10,8 @@ fedbw/report/experiment_plots.py — and the generated tables of docs/experiment
 
 Extras beyond the plain command, each said on its page: local-steps adds every variant's accuracy per
 round (from its run's records); compression adds `fedbw estimate --codec` for larger models;
-heterogeneous-clients adds the estimate engine on the same links (each straggler's slowed link as a
-network override, since estimate ignores [faults]) and without the stragglers; deadlines runs its config
+heterogeneous-clients adds the estimate engine on the same config (stragglers are the plan's links, so the
+model sees them) and without the stragglers; deadlines runs its config
 once per round policy (DEADLINE_POLICIES, each a `--set` list).
 
 Run it from a frozen snapshot (`/tmp/snap-run.sh NAME .venv/bin/python benchmarks/experiments.py`):
@@ -168,20 +168,6 @@ def datacenter(name: str) -> dict[str, Any]:
             "device_profile": cfg.clients.device_profile, "models": models}
 
 
-def straggler_overrides(data: dict[str, Any]) -> str:
-    """Each straggler's link as the model would see it: its profile's line rates × its link factor."""
-    from fedbw import catalog
-    from fedbw.tomlvalue import format_value
-
-    profile = {c["client_id"]: c["profile"] for c in data["clients"]}
-    items = []
-    for s in data["config"]["faults"]["stragglers"]:
-        p = catalog.get_link_profile(profile[s["client"]])
-        items.append(f"{{client = {s['client']}, up_mbps = {format_value(p.up_mbps * s['link_factor'])}, "
-                     f"down_mbps = {format_value(p.down_mbps * s['link_factor'])}}}")
-    return "[" + ", ".join(items) + "]"
-
-
 #: --run-dir: take the emulated run from this finished (or stopped) run directory instead of running it again
 REUSE_RUN: list[Path] = []
 
@@ -198,10 +184,11 @@ def heterogeneous(name: str) -> dict[str, Any]:
     else:
         data = plain_run(name)
     keep = ("command", "run", "rounds", "clients")
-    with_ = run(config, "--engine", "estimate", "--set", f"network.overrides={straggler_overrides(data)}")
-    without = run(config, "--engine", "estimate")
+    with_ = run(config, "--engine", "estimate")  # stragglers are the plan's links: the model sees them
+    without = run(config, "--engine", "estimate", "--set", "faults.stragglers=[]")
     return {**data, "model": {"with_stragglers": {k: with_[k] for k in keep},
-                              "no_stragglers": {k: without[k] for k in keep}}}
+                              "no_stragglers": {k: without[k] for k in keep},
+                              "how": "the estimate engine on the same config (stragglers are links in every engine)"}}
 
 
 #: the deadlines experiment's round policies (issue 32.4): each a `--set` list on experiments/deadlines.toml

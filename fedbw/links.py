@@ -18,7 +18,8 @@ from fedbw import catalog
 from fedbw.catalog.traces import load_named_trace
 from fedbw.netmodel import ClientLink
 from fedbw.netmodel.link_rate import LinkRate
-from fedbw.traces import RateTrace
+from fedbw.errors import ConfigError
+from fedbw.traces import RateSeries, RateTrace
 from fedbw.netmodel.timeline import UNLIMITED, ServerLink
 
 if TYPE_CHECKING:
@@ -153,7 +154,59 @@ def planned_links(cfg: ExperimentConfig) -> list[AccessLink]:
             if link.trace is not None:  # a seeded point of the trace per client: clients do not step together
                 at = random.Random(f"{cfg.seed}:trace-phase:{cid}").random() * link.trace.duration_s
                 links[cid] = replace(link, trace_offset_s=at)
+    faults = cfg.faults  # stragglers and flaps are links too: every engine sees them (issue 32.1)
+    for s in faults.stragglers:
+        if s.client < len(links):
+            links[s.client] = with_straggler(links[s.client], s.link_factor)
+    for cid in sorted({f.client for f in faults.flaps}):
+        if cid < len(links):
+            links[cid] = with_flaps(links[cid], [(f.at_s, f.duration_s, f.direction) for f in faults.flaps
+                                                  if f.client == cid], cid)
     return links
+
+
+def with_straggler(link: AccessLink, factor: float) -> AccessLink:
+    """A straggler's link (``[faults] stragglers``): every rate × ``factor``, its trace's too; named
+    ``profile×factor``."""
+    trace = link.trace
+    if trace is not None:
+        trace = RateTrace(f"{trace.name}×{factor:g}", trace.source, trace.format,
+                          *(RateSeries(tuple((t, r * factor) for t, r in s.steps), s.duration_s)
+                            for s in (trace.up, trace.down)))
+    return replace(link, profile=f"{link.profile}×{factor:g}", up_mbps=link.up_mbps * factor,
+                   down_mbps=link.down_mbps * factor, trace=trace)
+
+
+#: A flap trace's period: far beyond any run, so its outages never come round again
+FLAP_PERIOD_TAIL_S = 1e7
+
+
+def with_flaps(link: AccessLink, flaps: list[tuple[float, float, str]], client: int) -> AccessLink:
+    """A link that goes down (``[faults] flaps``: (at_s, duration_s, direction)) as a trace: its rates, 0 Mbps
+    during each flap, counted from the first round's start (the trace's t = 0 in every engine). ConfigError for
+    flaps that overlap, or on a link that replays a trace already (put the outage in that trace)."""
+    if link.trace is not None:
+        raise ConfigError(f"client {client}: faults.flaps on a traced link; put the outage in its trace (a step "
+                          "of 0 Mbps) instead")
+    spans = sorted((at, at + dur, d) for at, dur, d in flaps)
+    for (_, end, _), (at, _, _) in zip(spans, spans[1:]):
+        if at < end:
+            raise ConfigError(f"faults.flaps for client {client} overlap (one starts at {at:g} s before the "
+                              f"previous one ends); merge them into one longer flap")
+    period = spans[-1][1] + FLAP_PERIOD_TAIL_S
+
+    def series(direction: str, rate: float) -> RateSeries:
+        steps: list[tuple[float, float]] = [(0.0, rate)]
+        for at, end, d in spans:
+            if d in ("both", direction):
+                if steps[-1][0] == at:  # the flap starts where the last step starts (at 0, or as one ends)
+                    steps.pop()
+                steps += [(at, 0.0), (end, rate)]
+        return RateSeries(tuple(steps), period)
+
+    trace = RateTrace("flaps", f"faults.flaps of client {client}", "faults",
+                      series("up", link.up_mbps), series("down", link.down_mbps))
+    return replace(link, profile=f"{link.profile}~flaps", trace=trace, trace_offset_s=0.0)
 
 
 def server_link(name: str) -> ServerLink:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import typing
+
 import tomllib
 from pathlib import Path
 
@@ -60,9 +62,21 @@ def test_every_key_is_in_config_md_with_its_row() -> None:
 
 
 def _value_at(cfg: BaseModel, dotted: str) -> object:
+    """The value at a dotted key; inside a table that is unset (``clients.availability``), the value that
+    table gets when set: its model's own default."""
     node: object = cfg
+    owner: type[BaseModel] = type(cfg)
     for part in dotted.split("."):
-        node = getattr(node, part)
+        if node is None:  # an optional table left out: its field's default
+            info = owner.model_fields[part]
+            node = info.get_default(call_default_factory=True)
+        else:
+            owner = type(node) if isinstance(node, BaseModel) else owner
+            field = owner.model_fields.get(part)
+            node = getattr(node, part)
+            if node is None and field is not None:
+                sub = [a for a in typing.get_args(field.annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+                owner = sub[0] if sub else owner
     return node.model_dump() if isinstance(node, BaseModel) else node
 
 

@@ -5,7 +5,6 @@ beside it (its PNG carries that JSON's SHA-256)."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import tomllib
 from pathlib import Path
@@ -166,20 +165,6 @@ def test_draw_stamps_the_png_with_the_sha_of_the_json_it_read(tmp_path: Path) ->
     src.write_text(json.dumps(data), encoding="utf-8")
     png = draw(tmp_path, "datacenter-vs-federated", tmp_path / "out.png")
     assert Image.open(png).text[SHA_KEY] == hashlib.sha256(src.read_bytes()).hexdigest()
-
-
-def test_straggler_overrides_give_the_model_each_stragglers_slowed_link() -> None:
-    spec = importlib.util.spec_from_file_location("experiments_bench", ROOT / "benchmarks" / "experiments.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    from fedbw import catalog
-
-    p = catalog.get_link_profile("home-30")
-    data = {"clients": [{"client_id": 5, "profile": "home-30"}],
-            "config": {"faults": {"stragglers": [{"client": 5, "link_factor": 0.5}]}}}
-    overrides = tomllib.loads("v = " + bench.straggler_overrides(data))["v"]
-    assert overrides == [{"client": 5, "up_mbps": p.up_mbps * 0.5, "down_mbps": p.down_mbps * 0.5}]
 
 
 # ---------------------------------------------------------------------------------- every one runs

@@ -55,3 +55,45 @@ def test_clients_of_one_profile_share_one_link_and_an_override_gets_its_own():
     faster = replace(links[0], up_mbps=300.0)
     assert faster.model().up_payload_mbps == pytest.approx(300 * 1448 / 1514) and faster == replace(faster)
     assert links[0] == profile_link("home-30")  # the cache is no field: equality is the profile's numbers
+
+
+def test_stragglers_and_flaps_are_links_every_engine_sees() -> None:
+    """[faults] stragglers and flaps are the plan's links (issue 32.1): the model's rates and traces carry them,
+    so estimate times a straggler's upload at its slowed rate and a flap as an outage from the first round."""
+    from fedbw.config import config_from_dict
+    from fedbw.engines.estimate import run_estimate
+    from fedbw.plan import build_plan
+
+    base = {"engine": "estimate", "model": {"name": "resnet18"}, "clients": {"total": 3, "per_round": 3,
+            "compute": "synthetic"}, "network": {"profile": "home-30"}, "training": {"rounds": 1}}
+    plain = run_estimate(build_plan(config_from_dict(base)), "t")
+    slowed = build_plan(config_from_dict({**base, "faults": {
+        "stragglers": [{"client": 1, "link_factor": 0.5}],
+        "flaps": [{"client": 2, "at_s": 0, "duration_s": 20, "direction": "up"}]}}))
+    one = slowed.clients[1].link
+    assert one.up_payload_mbps == pytest.approx(0.5 * slowed.clients[0].link.up_payload_mbps)
+    assert slowed.clients[2].access.trace is not None and slowed.clients[2].access.trace.up.steps[:2] == (
+        (0.0, 0.0), (20.0, 30.0))
+    run = run_estimate(slowed, "t")
+    up = {c.client_id: c.t_up_s for c in run.clients}
+    base_up = {c.client_id: c.t_up_s for c in plain.clients}
+    assert up[1] == pytest.approx(2 * base_up[1], rel=0.05)  # 46.8 MB at half the rate (+ its fixed costs)
+    # client 2's uplink is down for the round's first 20 s: its upload, which starts after its download and
+    # its training, waits for the rest of the outage
+    assert up[2] > base_up[2] + 1.0 and {c.client_id: c.t_down_s for c in run.clients}[2] == pytest.approx(
+        {c.client_id: c.t_down_s for c in plain.clients}[2], rel=0.01)
+    assert run.rounds[0].round_time_s > plain.rounds[0].round_time_s
+
+
+def test_flaps_that_overlap_or_sit_on_a_traced_link_are_config_errors() -> None:
+    from fedbw.config import config_from_dict
+    from fedbw.errors import ConfigError
+    from fedbw.plan import build_plan
+
+    base = {"engine": "estimate", "clients": {"total": 2, "per_round": 2}}
+    with pytest.raises(ConfigError, match="overlap"):
+        build_plan(config_from_dict({**base, "faults": {"flaps": [{"client": 0, "at_s": 1, "duration_s": 5},
+                                                                  {"client": 0, "at_s": 3, "duration_s": 5}]}}))
+    with pytest.raises(ConfigError, match="on a traced link"):
+        build_plan(config_from_dict({**base, "network": {"trace": "lte-short"},
+                                     "faults": {"flaps": [{"client": 0, "at_s": 1, "duration_s": 5}]}}))

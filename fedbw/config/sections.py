@@ -232,33 +232,36 @@ class DropFault(Section):
 
 
 class LinkFlap(Section):
-    """emulate: this client's link carries nothing for ``duration_s`` from ``at_s`` after the shaper starts."""
+    """This client's link carries nothing for ``duration_s`` from ``at_s`` after the first round's start: a
+    trace of its link (fedbw.links.with_flaps), so every engine sees it."""
 
     client: int = Field(ge=0, description="client id whose link goes down")
-    at_s: float = Field(ge=0, description="seconds after the shaper starts")
+    at_s: float = Field(ge=0, description="seconds after the first round's start")
     duration_s: float = Field(gt=0, description="seconds the link carries nothing (rate 0)")
     direction: Literal["both", "up", "down"] = Field("both", description="which direction goes down")
 
 
 class Straggler(Section):
-    """emulate: this client's link runs at ``link_factor`` × its rates (a congested or distant client)."""
+    """This client's link runs at ``link_factor`` × its rates (a congested or distant client), in every
+    engine (fedbw.links.with_straggler)."""
 
     client: int = Field(ge=0, description="client id whose link is slowed")
     link_factor: float = Field(gt=0, le=1, description="multiplies the link's rates (0.25: a quarter of them)")
 
 
 class FaultsConfig(Section):
-    """Faults injected by the emulate engine (estimate and simulate ignore them)."""
+    """Faults: stragglers and flaps are the plan's links, seen by every engine; drops are emulate's (the
+    model's dropouts come from clients.availability and privacy.secagg.dropout)."""
 
     drops: list[DropFault] = Field(default_factory=list, description="emulate: `{client = 2, round = 1, stage = "
                                                                     "\"fit\"}` kills that client's SuperNode as it "
                                                                     "receives the stage (it never replies)")
-    flaps: list[LinkFlap] = Field(default_factory=list, description="emulate: `{client = 1, at_s = 20, duration_s "
-                                                                    "= 5}` takes the link down for duration_s from "
-                                                                    "at_s after the shaper starts")
-    stragglers: list[Straggler] = Field(default_factory=list, description="emulate: `{client = 0, link_factor = "
-                                                                          "0.25}` runs that client's link at a "
-                                                                          "quarter of its rates")
+    flaps: list[LinkFlap] = Field(default_factory=list, description="`{client = 1, at_s = 20, duration_s = 5}` "
+                                                                    "takes the link down for duration_s from at_s "
+                                                                    "after the first round's start (every engine)")
+    stragglers: list[Straggler] = Field(default_factory=list, description="`{client = 0, link_factor = 0.25}` runs "
+                                                                          "that client's link at a quarter of its "
+                                                                          "rates (every engine)")
 
 
 class EmulateConfig(Section):

@@ -149,8 +149,10 @@ def heterogeneous_markdown(data: Data) -> str:
                       "-" if share is None else _pct(share) + (" ◆ host-bound" if r.get("host_bound") else ""),
                       fmt_s(w and w["round_time_s"]), fmt_s(n and n["round_time_s"]),
                       fmt_s(w and (w.get("extra") or {}).get("server_link_s"))])
-    return ("**Per client** (means over round(s) " + ", ".join(map(str, sorted(steady_ids))) + "; estimate: the same "
-            "links, each straggler's slowed link given to the model as a network override):\n\n"
+    # how the model saw the stragglers: results made before stragglers were links in every engine gave the
+    # model each straggler's slowed link as a network override
+    how = model.get("how", "the same links, each straggler's slowed link given to the model as a network override")
+    return ("**Per client** (means over round(s) " + ", ".join(map(str, sorted(steady_ids))) + f"; estimate: {how}):\n\n"
             + md_table(head, rows, right=set(range(3, len(head))))
             + "\n**Rounds**:\n\n" + md_table(rhead, rrows) + "\n" + host_bound_note(data["rounds"])
             + stopped_note(data) + provenance(data))

@@ -9,7 +9,7 @@ import pytest
 from fedbw.config import config_from_dict
 from fedbw.engines.emulate.attribution import match_messages, message_times, round_records
 from fedbw.flower_protocol import FRAMEWORK_PARTS
-from fedbw.engines.emulate.clients import clients_for_plan, clients_for_profile, drops_for_plan, flap_trace
+from fedbw.engines.emulate.clients import clients_for_plan, clients_for_profile, drops_for_plan
 from fedbw.engines.emulate.fedbw_app import write_fedbw_app
 from fedbw.engines.foreign_app import check_app_dir
 from fedbw.engines.emulate.federation import MessageMeasure
@@ -39,19 +39,20 @@ def test_links_are_the_plans_payload_rates_rtt_and_jitter() -> None:
 
 
 def test_stragglers_and_flaps_change_only_their_client() -> None:
+    """Stragglers and flaps are in the plan's links (every engine sees them); emulate's shaper gets them."""
     plan = _plan(faults={"stragglers": [{"client": 1, "link_factor": 0.5}],
                          "flaps": [{"client": 2, "at_s": 10, "duration_s": 3, "direction": "up"}]})
     links = {c.client_id: c.link for c in clients_for_plan(plan)}
-    base_up = plan.clients[0].link.up_payload_mbps
-    assert links[1].up_mbps == pytest.approx(base_up * 0.5)
-    assert links[2].up_trace == ((10.0, 0.0), (13.0, pytest.approx(base_up)))
-    assert links[2].down_trace == ()
+    base_up, base_down = plan.clients[0].link.up_payload_mbps, plan.clients[0].link.down_payload_mbps
+    assert links[1].up_mbps == pytest.approx(base_up * 0.5) and plan.clients[1].profile == "home-30×0.5"
+    assert links[2].up_trace == ((0.0, pytest.approx(base_up)), (10.0, 0.0), (13.0, pytest.approx(base_up)))
+    assert links[2].down_trace == ((0.0, pytest.approx(base_down)),) and plan.clients[2].profile == "home-30~flaps"
     assert links[0].up_trace == () and links[0].up_mbps == pytest.approx(base_up)
 
 
 def test_overlapping_flaps_are_a_config_error() -> None:
     with pytest.raises(ConfigError, match="overlap"):
-        flap_trace(30.0, [(10.0, 5.0), (12.0, 1.0)])
+        _plan(faults={"flaps": [{"client": 1, "at_s": 10, "duration_s": 5}, {"client": 1, "at_s": 12, "duration_s": 1}]})
 
 
 def test_drops_map_stage_names_to_train_message_order() -> None:
