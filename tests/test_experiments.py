@@ -136,9 +136,11 @@ def test_deadlines_table_counts_what_each_policy_left_out_and_its_time_to_target
     assert time_to_target_interval(wait, 0.85) == (67.0, 76.0) and time_to_target_interval(wait, 0.95) is None
     data = {"target_accuracy": 0.85, "environment": {}, "policies": [
         {"policy": "wait-for-all", "command": "fedbw run experiments/deadlines.toml", "rounds": wait},
-        {"policy": "deadline-15s", "command": "fedbw run experiments/deadlines.toml", "rounds": cut}]}
+        {"policy": "deadline-15s", "command": "fedbw run experiments/deadlines.toml", "rounds": cut},
+        {"policy": "broken", "command": "fedbw run experiments/deadlines.toml", "rounds": [], "error": "it failed"}]}
     lines = {x.split(" | ")[0].lstrip("| "): x.split(" | ") for x in deadlines_markdown(data).splitlines()
-             if x.startswith("| wait") or x.startswith("| deadline")}
+             if x.startswith("| wait") or x.startswith("| deadline") or x.startswith("| broken")}
+    assert lines["broken"][1] == "failed: it failed"  # a policy whose run failed is a row that says so
     assert lines["wait-for-all"][2:5] == ["17 / 18", "1", "0"]  # used / sampled, dropped, late
     assert lines["deadline-15s"][2:6] == ["17 / 18", "0", "1", "1.00 MB"]
     assert lines["wait-for-all"][6:8] == ["3", "1.2 min [1.1–1.3]"] and lines["deadline-15s"][7].startswith("0.6 min")

@@ -201,7 +201,8 @@ def plot_deadlines(data: Data, fig: Any) -> None:
     by_time, rounds_ax = fig.subplots(1, 2)
     target = data.get("target_accuracy")
     names = []
-    for p in data["policies"]:
+    policies = [p for p in data["policies"] if p["rounds"]]  # a failed run has no rounds to draw
+    for p in policies:
         elapsed, times, acc = 0.0, [], []
         for r in p["rounds"]:
             elapsed += r["round_time_s"]
@@ -217,7 +218,7 @@ def plot_deadlines(data: Data, fig: Any) -> None:
     by_time.set_ylabel("accuracy (server, held-out)")
     by_time.set_title("accuracy against time, per round policy")
     by_time.legend(fontsize=7, loc="lower right")
-    rounds_ax.boxplot([[r["round_time_s"] for r in p["rounds"]] for p in data["policies"]], showfliers=True)
+    rounds_ax.boxplot([[r["round_time_s"] for r in p["rounds"]] for p in policies], showfliers=True)
     rounds_ax.set_xticks(range(1, len(names) + 1), names)
     rounds_ax.tick_params(axis="x", labelrotation=20, labelsize=7)
     rounds_ax.set_ylabel("round time (s)")

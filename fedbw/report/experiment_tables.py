@@ -305,6 +305,9 @@ def deadlines_markdown(data: Data) -> str:
     body = []
     for p in data["policies"]:
         rounds = p["rounds"]
+        if not rounds:  # the run failed: its row says so
+            body.append([p["policy"], f"failed: {p.get('error', 'no rounds')}"] + ["-"] * (len(head) - 2))
+            continue
         times = [r["round_time_s"] for r in rounds]
         rnd, t = time_to_target(rounds, target)
         bounds = time_to_target_interval(rounds, target)
