@@ -131,7 +131,8 @@ def validation_markdown(data: dict[str, Any]) -> str:
                        "critical client; docs/emulate.md defines them):\n")
             out.append(_part_detail(val["rows"]))
         out.append("\n" + _verdict(val["verdict"], data["targets"], val["rows_planned"], val["rows"]))
-    log = data["run_log"]
+    notes = [e for e in data["run_log"] if e.get("kind") == "note"]  # what happened beside a run, said in the log
+    log = [e for e in data["run_log"] if e.get("kind") != "note"]
     failed = [e for e in log if e.get("status") != "ok"]
     by_error: dict[str, list[str]] = {}
     for e in failed:
@@ -140,6 +141,10 @@ def validation_markdown(data: dict[str, Any]) -> str:
                + ("".join(f"; {len(runs)} × {err} ({', '.join(sorted(set(runs)))})" for err, runs in by_error.items())
                   if failed else "")
                + f". Written {data['date']}.\n")
+    for n in notes:
+        out.append(f"- Note on validation {n.get('freeze', '?')}, {n.get('row', '?')}"
+                   + (f" trial {n['trial']}" if n.get("trial") is not None else "") + f" ({n.get('utc', '?')}): "
+                   + n.get("text", "") + "\n")
     return "\n".join(x for x in out if x)
 
 

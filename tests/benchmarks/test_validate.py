@@ -100,6 +100,11 @@ def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path
     text = validation_markdown(out)
     assert "1 failed; 1 × boom (r trial)" in text and "No row finished yet" in text
     json.dumps(out)  # the result is plain JSON
+    # a note beside a run (what happened on the host while it ran) stays in the log and under the table,
+    # and is not counted as a run
+    V.append({"kind": "note", "freeze": 1, "row": "r", "trial": 0, "utc": "u", "text": "another run shared the host"})
+    text = validation_markdown(V.summarize(V.read_log()))
+    assert "1 failed; 1 × boom" in text and "Note on validation 1, r trial 0 (u): another run shared the host" in text
 
 
 def test_the_stability_table_counts_rows_within_three_percent() -> None:
