@@ -96,9 +96,10 @@ def register(schema: str, version: int, noun: str, remedy: str, also_reads: tupl
 
 
 #: records 3 added each model round's interval (``round_interval_s``, ``round_median_s``) and the header's
-#: ``model`` (the model's version and the calibration's fingerprint): version 2 files still read
-RECORDS = register("fedbw.records", 3, "records file", "read it with the fedbw that wrote it, or rerun the experiment",
-                   also_reads=(2,))
+#: ``model`` (the model's version and the calibration's fingerprint); records 4 a round's ``dropped_clients``
+#: (clients.availability): version 2 and 3 files still read (the new fields take their defaults)
+RECORDS = register("fedbw.records", 4, "records file", "read it with the fedbw that wrote it, or rerun the experiment",
+                   also_reads=(2, 3))
 PLAN = register("fedbw.plan", 4, "plan", "rerun the engine with this fedbw")
 EVENTS = register("fedbw.events", 2, "event log",
                   "the apps and the engine come from different fedbw versions; reinstall fedbw")

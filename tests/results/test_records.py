@@ -18,7 +18,7 @@ def test_roundtrip_and_derived_fields(tmp_path):
     with RecordWriter(tmp_path / "records.jsonl") as w:
         w.write([c, r])
     head, line = map(json.loads, (tmp_path / "records.jsonl").read_text().splitlines()[:2])
-    assert head["kind"] == "header" and head["schema_version"] == 3
+    assert head["kind"] == "header" and head["schema_version"] == 4
     assert line["bytes_up"] == 20.0 and line["t_total_s"] == pytest.approx(1.3)
     clients, rounds = load_records(tmp_path)
     assert clients[0].stages[0].t_up_s == 0.2 and clients[0].bytes_down == 10.0
