@@ -122,7 +122,7 @@ class PlanFedAvg(FedAvg):
 
     def aggregate_fit(self, server_round: int, results: list, failures: list) -> tuple[Parameters | None,
                                                                                       dict[str, Scalar]]:
-        if failures:
+        if len(failures) > self._planned_dropouts(server_round):  # a planned dropout's reply comes back an error
             reasons = "; ".join(str(f if isinstance(f, BaseException) else f[1].status.message) for f in failures[:3])
             raise RunError(f"round {server_round}: {len(failures)} client(s) failed: {reasons}")
         self.seed_round(server_round, "aggregate")  # the DP wrapper draws its noise right after this returns
@@ -137,6 +137,14 @@ class PlanFedAvg(FedAvg):
         if params is not None and self._fixed_denominator():
             params = self._rescale_to_fixed_denominator(params, len(results))
         return params, metrics
+
+    def _planned_dropouts(self, server_round: int) -> int:
+        """Clients the plan has dropping out of this round's training (clients.availability, ``[faults] drops``
+        at "fit"): under emulate their messages come back as errors once Flower reports them gone, and the
+        round goes on without them; any failure beyond them is an error."""
+        cfg = self.settings.config
+        faults = sum(1 for d in cfg.faults.drops if d.round == server_round and d.stage == "fit")
+        return len(self.settings.plan.dropped(server_round)) + faults
 
     def _fixed_denominator(self) -> bool:
         dp = self.settings.config.privacy.dp
