@@ -100,10 +100,7 @@ class PlanFedAvg(FedAvg):
                                   f"{self.accountant.next_round_epsilon():.4g}, given the rounds actually run)")
         self.seed_round(server_round, "configure")
         ids = plan.sampled_clients(server_round)
-        if not client_manager.wait_for(plan.config.clients.total, timeout=int(NODE_WAIT_S)):
-            raise RunError(f"only {client_manager.num_available()} of {plan.config.clients.total} clients "
-                           f"registered within {NODE_WAIT_S:.0f} s")
-        proxies = client_manager.all()
+        proxies = self._wait_for_nodes(client_manager, ids)
         chosen = []
         for cid in ids:
             proxy = proxies.get(str(self.node_of[cid]))
@@ -137,6 +134,22 @@ class PlanFedAvg(FedAvg):
         if params is not None and self._fixed_denominator():
             params = self._rescale_to_fixed_denominator(params, len(results))
         return params, metrics
+
+    def _wait_for_nodes(self, client_manager: ClientManager, ids: list[int]) -> dict[str, ClientProxy]:
+        """The client manager's proxies once every client this round samples is registered (not every client
+        of the federation: a client an earlier round dropped is gone for good under emulate); RunError after
+        NODE_WAIT_S."""
+        end = time.monotonic() + NODE_WAIT_S
+        while True:
+            proxies = client_manager.all()
+            missing = [cid for cid in ids if str(self.node_of[cid]) not in proxies]
+            if not missing:
+                return proxies
+            if time.monotonic() >= end:
+                raise RunError(f"client(s) {', '.join(map(str, missing[:5]))} sampled in this round did not register "
+                               f"within {NODE_WAIT_S:.0f} s ({client_manager.num_available()} of "
+                               f"{self.settings.config.clients.total} clients registered)")
+            time.sleep(0.2)
 
     def _planned_dropouts(self, server_round: int) -> int:
         """Clients the plan has dropping out of this round's training (clients.availability, ``[faults] drops``
