@@ -41,8 +41,11 @@ from fedbw.privacy.accounting import PrivacyAccountant, accountant_for
 from fedbw.privacy.randomness import seed_numpy_global
 from fedbw.privacy.rounds import privacy_round
 
-#: How long to wait for every SuperNode to register before round 1.
+#: How long to wait for the SuperNodes a round samples to register.
 NODE_WAIT_S = 600.0
+#: failures Flower 1.42's SecAggPlusWorkflow hands aggregate_fit for one client lost before its masked vector
+#: (secaggplus_workflow.py, collect_masked_vectors_stage: both loops over the replies append its error)
+SECAGG_FAILURES_PER_DROPOUT = 2
 
 
 class RoundState:
@@ -152,12 +155,16 @@ class PlanFedAvg(FedAvg):
             time.sleep(0.2)
 
     def _planned_dropouts(self, server_round: int) -> int:
-        """Clients the plan has dropping out of this round's training (clients.availability, ``[faults] drops``
-        at "fit"): under emulate their messages come back as errors once Flower reports them gone, and the
-        round goes on without them; any failure beyond them is an error."""
+        """Failures the plan's dropouts of this round's training make (clients.availability, ``[faults] drops``
+        at "fit", or at "collect_masked_vectors" under SecAgg+): under emulate their messages come back as
+        errors once Flower reports them gone, and the round goes on without them; any failure beyond them is
+        an error. Flower 1.42's SecAgg+ counts a masked vector's error twice (its collect_masked_vectors stage
+        appends it in the sum's loop and again in the results' loop)."""
         cfg = self.settings.config
-        faults = sum(1 for d in cfg.faults.drops if d.round == server_round and d.stage == "fit")
-        return len(self.settings.plan.dropped(server_round)) + faults
+        training = "collect_masked_vectors" if cfg.privacy.secagg.enabled else "fit"
+        faults = sum(1 for d in cfg.faults.drops if d.round == server_round and d.stage == training)
+        per_dropout = SECAGG_FAILURES_PER_DROPOUT if cfg.privacy.secagg.enabled else 1
+        return per_dropout * (len(self.settings.plan.dropped(server_round)) + faults)
 
     def _fixed_denominator(self) -> bool:
         dp = self.settings.config.privacy.dp
