@@ -347,6 +347,8 @@ class DeploymentClock:
         for j, e in enumerate(ex):  # never pulled: its reply is on the SuperLink when its upload ends
             if not taken[j]:
                 starts[j] = e.t_sent
-        while t < hold_until:  # replies still owed by clients that dropped: poll until they come back as errors
+        # replies still owed by clients that dropped: poll until they come back as errors, unless enough replies
+        # closed the stage already (over-selection: the server does not wait for the others)
+        while t < hold_until and not (close.enough is not None and got >= wanted):
             t += c.serverapp_poll_s + REQUEST.seconds(c)
         return starts, taken, t

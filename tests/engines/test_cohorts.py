@@ -155,3 +155,13 @@ def test_the_cli_refuses_what_an_engine_cannot_run_with_one_line_and_exit_2(tmp_
     assert out.exit_code == 2 and "Traceback" not in out.output, out.output
     assert "sampled again in round 2" in out.output
     assert not list(tmp_path.glob("quickstart-*"))  # refused before any run directory exists
+
+
+def test_over_selection_closes_on_enough_replies_without_waiting_for_the_dropped_client(tmp_path: Path) -> None:
+    """With over-selection the server stops once enough replies are in: a client that dropped does not hold
+    the round for its heartbeat (only waiting for every reply does)."""
+    wait = run_estimate(planned(_cfg(tmp_path, MID_ROUND_LEAVER)), "t").rounds[0]
+    enough = run_estimate(planned(_cfg(tmp_path, MID_ROUND_LEAVER, clients={"per_round": 2},
+                                       round={"over_select": 1.5})), "t").rounds[0]
+    assert enough.num_clients == 3 and enough.dropped_clients == 1
+    assert enough.round_time_s < 20.0 < 30.0 < wait.round_time_s
