@@ -120,7 +120,7 @@ class ExperimentConfig(Section):
         """``clients.availability``: what the plan can decide for every engine so far (issue 32)."""
         if self.clients.availability is None:
             return
-        if self.clients.sampling != "fixed":
+        if self.sampler().cohort_varies:  # the sampler is the one place clients.sampling's name is read
             raise ValueError('clients.availability samples a fixed-size cohort from the clients on line; use '
                              'clients.sampling = "fixed"')
         if self.privacy.dp.enabled:
