@@ -95,6 +95,13 @@ class Plan:
         k = min(len(ids) - 1, round(sa.dropout * len(ids))) if ids else 0
         return sorted(random.Random(f"{self.config.seed}:secagg-dropout:{round_index}").sample(ids, max(0, k)))
 
+    @property
+    def dropout_stage(self) -> str:
+        """The stage a planned dropout misses: the round's training stage ("fit", or SecAgg+'s masked-vector
+        stage, after the share exchange). Every engine drops there: the model cuts its messages, simulate's
+        ServerApp leaves its reply out, emulate stops its SuperNode as the stage's message arrives."""
+        return DROPOUT_STAGE if self.config.privacy.secagg.enabled else "fit"
+
     def dropped(self, round_index: int) -> list[int]:
         """Every sampled client that drops out of round ``round_index``: SecAgg+'s planned dropouts and the
         clients whose on-line time ends mid-round (``clients.availability``)."""
@@ -169,8 +176,8 @@ class Plan:
 
             opts["server_extra_s"] = server_crypto_s
         if dropped and self.costs is not None:  # the training stage waits for them (or closes at its deadline)
-            stage, timeout = (DROPOUT_STAGE, sa.timeout_s) if sa.enabled else ("fit", rnd.deadline_s)
-            opts["dropped"] = SecAggDropouts(frozenset(dropped), stage, timeout)
+            timeout = sa.timeout_s if sa.enabled else rnd.deadline_s
+            opts["dropped"] = SecAggDropouts(frozenset(dropped), self.dropout_stage, timeout)
         return opts
 
     @cached_property

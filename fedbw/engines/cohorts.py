@@ -24,7 +24,6 @@ import math
 
 from fedbw.config import ExperimentConfig
 from fedbw.errors import ConfigError
-from fedbw.netmodel.close import DROPOUT_STAGE
 from fedbw.plan import Plan, build_plan
 from fedbw.privacy.randomness import python_rng
 
@@ -44,7 +43,7 @@ def with_availability(plan: Plan) -> Plan:
         raise ConfigError(f"clients.availability: the trace names client {extra[0]}, but clients are "
                           f"0..{total - 1}")
     k = plan.sampler.per_round
-    training = DROPOUT_STAGE if cfg.privacy.secagg.enabled else "fit"
+    training = plan.dropout_stage
     clock = plan.deployment_clock()
     plan.round_starts_s, plan.online, plan.offline = [], [], []
     t = av.start_s

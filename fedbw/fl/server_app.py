@@ -33,7 +33,7 @@ from fedbw.fl.measure import MeasuringGrid
 from fedbw.fl.settings import AppSettings, settings_for
 from fedbw.fl.strategy import NODE_WAIT_S, BudgetExhausted, PlanFedAvg, RoundState, centralized_evaluator
 from fedbw.fl.wiring import fit_workflow, wrap_strategy
-from fedbw.netmodel.close import DROPOUT_STAGE, StageClose
+from fedbw.netmodel.close import StageClose
 
 HELLO_TYPE = "get_properties"
 
@@ -151,7 +151,7 @@ def main(grid: Grid, context: Context) -> None:
         measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure,
                                  late_of=virtual_close(settings), close=real_close(settings),
                                  dropped_of=plan.dropped if (plan.config.engine == "simulate" and plan.offline) else None,
-                                 dropped_stage=DROPOUT_STAGE if plan.config.privacy.secagg.enabled else "fit")
+                                 dropped_stage=plan.dropout_stage)
         # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups. The plan's
         # budget caps the rounds at privacy.dp.max_epsilon; the strategy accounts each round as it ran and
         # stops earlier if dropouts spent more than planned.

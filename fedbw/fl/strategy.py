@@ -160,11 +160,10 @@ class PlanFedAvg(FedAvg):
         errors once Flower reports them gone, and the round goes on without them; any failure beyond them is
         an error. Flower 1.42's SecAgg+ counts a masked vector's error twice (its collect_masked_vectors stage
         appends it in the sum's loop and again in the results' loop)."""
-        cfg = self.settings.config
-        training = "collect_masked_vectors" if cfg.privacy.secagg.enabled else "fit"
-        faults = sum(1 for d in cfg.faults.drops if d.round == server_round and d.stage == training)
+        cfg, plan = self.settings.config, self.settings.plan
+        faults = sum(1 for d in cfg.faults.drops if d.round == server_round and d.stage == plan.dropout_stage)
         per_dropout = SECAGG_FAILURES_PER_DROPOUT if cfg.privacy.secagg.enabled else 1
-        return per_dropout * (len(self.settings.plan.dropped(server_round)) + faults)
+        return per_dropout * (len(plan.dropped(server_round)) + faults)
 
     def _fixed_denominator(self) -> bool:
         dp = self.settings.config.privacy.dp

@@ -20,6 +20,7 @@ from collections import defaultdict
 from statistics import mean
 from typing import Any
 
+from fedbw.netmodel.spread import quantiles
 from fedbw.report.doc_blocks import md_table
 from fedbw.report.format import fmt_bytes, fmt_s
 from fedbw.report.format import fmt_pct as _pct
@@ -277,11 +278,6 @@ def datacenter_markdown(data: Data) -> str:
 # -------------------------------------------------------------------------------------- policies
 
 
-def _quantile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(p * (len(ordered) - 1))))]
-
-
 def time_to_target_interval(rounds: list[Data], target: float) -> tuple[float, float] | None:
     """The time to ``target`` with each round at the low and at the high end of its 80 % interval (None: not
     reached, or a round without an interval): wider than the sum's own 80 % interval, never narrower."""
@@ -308,19 +304,19 @@ def deadlines_markdown(data: Data) -> str:
         if not rounds:  # the run failed: its row says so
             body.append([p["policy"], f"failed: {p.get('error', 'no rounds')}"] + ["-"] * (len(head) - 2))
             continue
-        times = [r["round_time_s"] for r in rounds]
+        low, mid, high = quantiles([r["round_time_s"] for r in rounds], (0.1, 0.5, 0.9))
         rnd, t = time_to_target(rounds, target)
         bounds = time_to_target_interval(rounds, target)
         wasted = [r.get("wasted_bytes_up") for r in rounds]
         body.append([
-            p["policy"], f"{fmt_s(_quantile(times, 0.5))} [{fmt_s(_quantile(times, 0.1))}–{fmt_s(_quantile(times, 0.9))}]",
+            p["policy"], f"{fmt_s(mid)} [{fmt_s(low)}–{fmt_s(high)}]",
             f"{sum(r['replies'] for r in rounds)} / {sum(r['num_clients'] for r in rounds)}",
             str(sum(r.get("dropped_clients", 0) for r in rounds)), str(sum(r.get("late_clients", 0) for r in rounds)),
             "-" if any(w is None for w in wasted) else fmt_bytes(sum(wasted)),  # type: ignore[arg-type]
             "not reached" if rnd is None else str(rnd),
             "-" if t is None else f"{t / 60:.1f} min" + ("" if bounds is None else
                                                          f" [{bounds[0] / 60:.1f}–{bounds[1] / 60:.1f}]"),
-            _acc(rounds[-1].get("accuracy") if rounds else None)])
+            _acc(rounds[-1].get("accuracy"))])
     first = data["policies"][0]
     env = data.get("environment") or {}
     pkgs = env.get("packages") or {}

@@ -41,6 +41,6 @@ def drops_for_plan(plan: Plan) -> list[DropFault]:
     """The clients to stop as their stage's message arrives: ``[faults] drops``, and the clients the plan
     has going off line mid-round (``clients.availability``), at the round's training stage."""
     order = {"fit": 0, **{s: i for i, s in enumerate(SECAGG_STAGES)}}
-    training = order["collect_masked_vectors" if plan.config.privacy.secagg.enabled else "fit"]  # where it trains
-    offline = [DropFault(cid, r, training) for r, ids in enumerate(plan.offline or [], start=1) for cid in ids]
+    offline = [DropFault(cid, r, order[plan.dropout_stage]) for r, ids in enumerate(plan.offline or [], start=1)
+               for cid in ids]
     return [DropFault(d.client, d.round, order[d.stage]) for d in plan.config.faults.drops] + offline
