@@ -101,3 +101,25 @@ def test_detached_grandchildren_are_found_and_stopped(tmp_path: Path) -> None:
         detached = int(child.wait_for_line("detached", 10).text.split()[1])
         assert detached in descendant_groups([child.pid])  # its own group, found through the tree
     assert not _pid_alive(detached)
+
+
+def test_ctrl_c_while_a_child_starts_still_stops_that_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C that lands between the fork and the child's registration must not leave it running."""
+    import fedbw.processes.supervisor as supervisor
+
+    started: list[int] = []
+
+    class InterruptedWhileStarting(Child):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            started.append(self.pid)
+            os.kill(os.getpid(), signal.SIGINT)  # the handler runs at the next bytecode: before registration
+            time.sleep(0.2)
+
+    monkeypatch.setattr(supervisor, "Child", InterruptedWhileStarting)
+    with pytest.raises(KeyboardInterrupt):
+        with Supervisor() as sup:
+            sup.start("supernode", [PY, "-c", "import time; time.sleep(60)"], os.environ, tmp_path / "s.log")
+            pytest.fail("the interrupt was lost")
+    assert started and not _pid_alive(started[0])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
