@@ -12,7 +12,7 @@ Extras beyond the plain command, each said on its page: local-steps adds every v
 round (from its run's records); compression adds `fedbw estimate --codec` for larger models;
 heterogeneous-clients adds the estimate engine on the same config (stragglers are the plan's links, so the
 model sees them) and without the stragglers; deadlines runs its config
-once per round policy (DEADLINE_POLICIES, each a `--set` list).
+once per round policy (DEADLINE_POLICIES, each a `--set` list) and seed (DEADLINE_SEEDS).
 
 Run it from a frozen snapshot (`/tmp/snap-run.sh NAME .venv/bin/python benchmarks/experiments.py`):
 Flower's processes import fedbw afresh. ≈ 15–20 min on 2 cores; run directories go to runs/.
@@ -202,24 +202,30 @@ DEADLINE_POLICIES: dict[str, list[str]] = {
 }
 #: the accuracy the deadlines experiment counts the time to
 DEADLINES_TARGET = 0.85
+#: the deadlines experiment runs every policy once per seed: a seed draws the availability, the cohorts, the data
+#: partition and the model's start, so the spread over seeds is what a policy's answer can be trusted to
+DEADLINE_SEEDS = (0, 1, 2, 3, 4)
 
 
 def deadlines(name: str) -> dict[str, Any]:
-    """Every round policy on the same population (one `fedbw run` each): its rounds and summary."""
+    """Every round policy on the same population, once per seed (one `fedbw run` each): its rounds and summary."""
     m, policies, environment = machine(), [], None
     for policy, sets in DEADLINE_POLICIES.items():
-        args = [a for s in sets for a in ("--set", s)]
-        try:
-            data = run(f"experiments/{name}.toml", *args)
-        except SystemExit as exc:  # a policy that failed is a row that says so; the others are kept
-            policies.append({"policy": policy, "set": sets, "rounds": [], "error": str(exc).splitlines()[0],
+        runs = []
+        for seed in DEADLINE_SEEDS:
+            args = [a for s in [*sets, f"seed={seed}"] for a in ("--set", s)]
+            try:
+                data = run(f"experiments/{name}.toml", *args)
+            except SystemExit as exc:  # a run that failed is kept as such; the others are kept
+                runs.append({"seed": seed, "rounds": [], "error": str(exc).splitlines()[0],
                              "command": shlex.join(["fedbw", "run", f"experiments/{name}.toml", *args])})
-            continue
-        policies.append({"policy": policy, "set": sets, **{k: data[k] for k in (
-            "command", "started_utc", "finished_utc", "run", "engine", "rounds", "summary")}})
-        environment = environment or data["environment"]
+                continue
+            runs.append({"seed": seed, **{k: data[k] for k in (
+                "command", "started_utc", "finished_utc", "run", "engine", "rounds", "summary")}})
+            environment = environment or data["environment"]
+        policies.append({"policy": policy, "set": sets, "runs": runs})
     return {"experiment": name, "machine": m, "environment": environment or {}, "target_accuracy": DEADLINES_TARGET,
-            "policies": policies}
+            "seeds": list(DEADLINE_SEEDS), "policies": policies}
 
 
 EXPERIMENTS: dict[str, Callable[[str], dict[str, Any]]] = {

@@ -123,7 +123,7 @@ def test_local_steps_table_shows_rounds_and_time_to_target() -> None:
     assert line.split(" | ")[1] == "5" and line.split(" | ")[-2] == "2"  # local steps; first round ≥ 90 %
 
 
-def test_deadlines_table_counts_what_each_policy_left_out_and_its_time_to_target_with_bounds() -> None:
+def test_deadlines_table_counts_what_each_policy_left_out_and_its_time_to_target_over_seeds() -> None:
     from fedbw.report.experiment_tables import deadlines_markdown, time_to_target_interval
 
     def rnd(i: int, t: float, acc: float, dropped: int = 0, late: int = 0) -> dict:
@@ -131,19 +131,42 @@ def test_deadlines_table_counts_what_each_policy_left_out_and_its_time_to_target
                 "num_clients": 6, "replies": 6 - dropped - late, "dropped_clients": dropped, "late_clients": late,
                 "wasted_bytes_up": 1e6 * late}
 
-    wait = [rnd(1, 10.0, 0.5), rnd(2, 50.0, 0.8, dropped=1), rnd(3, 10.0, 0.9)]
+    wait = [rnd(1, 10.0, 0.5), rnd(2, 50.0, 0.8, dropped=1), rnd(3, 10.0, 0.9)]  # 70 s to 85 %
+    wait_2 = [rnd(1, 10.0, 0.86), rnd(2, 10.0, 0.9)]  # 10 s
     cut = [rnd(1, 10.0, 0.5), rnd(2, 15.0, 0.8, late=1), rnd(3, 10.0, 0.86)]
+    never = [rnd(1, 10.0, 0.5)]
     assert time_to_target_interval(wait, 0.85) == (67.0, 76.0) and time_to_target_interval(wait, 0.95) is None
-    data = {"target_accuracy": 0.85, "environment": {}, "policies": [
-        {"policy": "wait-for-all", "command": "fedbw run experiments/deadlines.toml", "rounds": wait},
-        {"policy": "deadline-15s", "command": "fedbw run experiments/deadlines.toml", "rounds": cut},
-        {"policy": "broken", "command": "fedbw run experiments/deadlines.toml", "rounds": [], "error": "it failed"}]}
+    cmd = "fedbw run experiments/deadlines.toml"
+    data = {"target_accuracy": 0.85, "environment": {}, "seeds": [0, 1, 2], "policies": [
+        {"policy": "wait-for-all", "runs": [{"seed": 0, "command": cmd, "rounds": wait},
+                                            {"seed": 1, "command": cmd, "rounds": wait_2},
+                                            {"seed": 2, "command": cmd, "rounds": wait}]},
+        {"policy": "deadline-15s", "runs": [{"seed": 0, "command": cmd, "rounds": cut},
+                                            {"seed": 1, "command": cmd, "rounds": never},
+                                            {"seed": 2, "command": cmd, "rounds": [], "error": "it failed"}]},
+        {"policy": "broken", "runs": [{"seed": 0, "command": cmd, "rounds": [], "error": "it failed"}]}]}
     lines = {x.split(" | ")[0].lstrip("| "): x.split(" | ") for x in deadlines_markdown(data).splitlines()
              if x.startswith("| wait") or x.startswith("| deadline") or x.startswith("| broken")}
-    assert lines["broken"][1] == "failed: it failed"  # a policy whose run failed is a row that says so
-    assert lines["wait-for-all"][2:5] == ["17 / 18", "1", "0"]  # used / sampled, dropped, late
-    assert lines["deadline-15s"][2:6] == ["17 / 18", "0", "1", "1.00 MB"]
-    assert lines["wait-for-all"][6:8] == ["3", "1.2 min [1.1–1.3]"] and lines["deadline-15s"][7].startswith("0.6 min")
+    assert lines["broken"][1:3] == ["0 of 1", "failed: it failed"]  # a policy whose runs failed says so
+    assert lines["wait-for-all"][1] == "3" and lines["deadline-15s"][1] == "2 of 3"
+    assert lines["wait-for-all"][3:6] == ["46 / 48", "2", "0"]  # used / sampled, dropped, late over all seeds
+    assert lines["deadline-15s"][3:7] == ["23 / 24", "0", "1", "500.00 kB"]  # wasted: per run
+    # time to 85 %: the median over seeds and their range; the widened range uses each round's bounds
+    assert lines["wait-for-all"][7] == "3 [1–3]" and lines["wait-for-all"][8] == "1.2 min [0.2–1.2]"
+    assert lines["wait-for-all"][9] == "0.1–1.3 min"  # 9 s (seed 1) to 76 s (seeds 0, 2)
+    assert lines["deadline-15s"][8] == "0.6 min (1 of 2 seeds)"  # a seed that never reached it is said so
+
+
+def test_deadlines_table_reads_a_result_of_one_run_per_policy() -> None:
+    """Results written before seeds were repeated (one run per policy) still render."""
+    from fedbw.report.experiment_tables import deadlines_markdown
+
+    one = [{"round": 1, "round_time_s": 30.0, "round_interval_s": [29, 31], "accuracy": 0.9, "num_clients": 6,
+            "replies": 6, "dropped_clients": 0, "late_clients": 0, "wasted_bytes_up": 0.0}]
+    data = {"target_accuracy": 0.85, "environment": {},
+            "policies": [{"policy": "wait-for-all", "command": "fedbw run x.toml", "rounds": one}]}
+    line = next(x for x in deadlines_markdown(data).splitlines() if x.startswith("| wait")).split(" | ")
+    assert line[1] == "1" and line[8] == "0.5 min"
 
 
 def test_datacenter_ratio_is_fl_comm_over_one_allreduce() -> None:

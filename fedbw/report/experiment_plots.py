@@ -197,32 +197,49 @@ def plot_local_steps(data: Data, fig: Any) -> None:
 
 
 def plot_deadlines(data: Data, fig: Any) -> None:
-    """Accuracy against the round clock per round policy (left); each policy's rounds (right)."""
+    """Accuracy against the round clock per round policy, one thin line per seed (left); each policy's rounds,
+    every seed's pooled (right)."""
+    from fedbw.report.experiment_tables import policy_runs
+
     by_time, rounds_ax = fig.subplots(1, 2)
     target = data.get("target_accuracy")
-    names = []
-    policies = [p for p in data["policies"] if p["rounds"]]  # a failed run has no rounds to draw
-    for p in policies:
-        elapsed, times, acc = 0.0, [], []
-        for r in p["rounds"]:
-            elapsed += r["round_time_s"]
-            if r.get("accuracy") is not None:
-                times.append(elapsed / 60)
-                acc.append(r["accuracy"])
-        by_time.plot(times, acc, ".-", label=p["policy"], markersize=3)
+    names, pooled = [], []
+    colours = iter(plt_colours())
+    for p in data["policies"]:
+        done = [r for r in policy_runs(p) if r["rounds"]]  # a failed run has no rounds to draw
+        if not done:
+            continue
+        colour = next(colours)
+        for i, run in enumerate(done):
+            elapsed, times, acc = 0.0, [], []
+            for r in run["rounds"]:
+                elapsed += r["round_time_s"]
+                if r.get("accuracy") is not None:
+                    times.append(elapsed / 60)
+                    acc.append(r["accuracy"])
+            by_time.plot(times, acc, "-", color=colour, linewidth=0.9, alpha=0.75,
+                         label=f"{p['policy']} ({len(done)} seeds)" if i == 0 else None)
         names.append(p["policy"])
+        pooled.append([r["round_time_s"] for run in done for r in run["rounds"]])
     if target is not None:
         by_time.axhline(target, color="grey", linestyle=":", linewidth=1)
     by_time.set_ylim(0, 1)
     by_time.set_xlabel("round clock (min)")
     by_time.set_ylabel("accuracy (server, held-out)")
-    by_time.set_title("accuracy against time, per round policy")
+    by_time.set_title("accuracy against time, per round policy and seed")
     by_time.legend(fontsize=7, loc="lower right")
-    rounds_ax.boxplot([[r["round_time_s"] for r in p["rounds"]] for p in policies], showfliers=True)
+    rounds_ax.boxplot(pooled, showfliers=True)
     rounds_ax.set_xticks(range(1, len(names) + 1), names)
     rounds_ax.tick_params(axis="x", labelrotation=20, labelsize=7)
     rounds_ax.set_ylabel("round time (s)")
-    rounds_ax.set_title("rounds per policy (a dropout's heartbeat wait: the tall ones)")
+    rounds_ax.set_title("rounds per policy, all seeds (a dropout's heartbeat wait: the tall ones)")
+
+
+def plt_colours() -> list[str]:
+    """Matplotlib's default colour cycle (one colour per policy, shared by its seeds)."""
+    import matplotlib.pyplot as plt
+
+    return plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
 
 #: experiment → (its result file under benchmarks/results/, the function that draws it, figure size)

@@ -9,14 +9,16 @@ Three shapes of result file (benchmarks/results/experiments/<name>.json):
   wrote (one row per variant and profile), plus, for local steps, each variant's ``curves`` (accuracy
   per round on the run's own clock) and for compression ``estimates`` of larger models;
 * **estimates** (datacenter-vs-federated): `fedbw estimate --json` once per model;
-* **policies** (deadlines): one run per round policy, each its ``rounds`` and ``summary``.
+* **policies** (deadlines): per round policy its ``runs``, one per seed, each its ``rounds`` and ``summary``.
 
 Registered as generated blocks in :mod:`fedbw.report.doc_tables`; pure functions of the data.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from statistics import mean
 from typing import Any
 
@@ -292,39 +294,71 @@ def time_to_target_interval(rounds: list[Data], target: float) -> tuple[float, f
     return None
 
 
+def policy_runs(policy: Data) -> list[Data]:
+    """A policy's runs, one per seed (a result written before seeds were repeated is its one run)."""
+    return policy["runs"] if "runs" in policy else [policy]
+
+
+def _range_min(values: list[float]) -> str:
+    """A median over seeds and their range, in minutes."""
+    mid = statistics.median(values)
+    return f"{mid / 60:.1f} min" + (f" [{min(values) / 60:.1f}–{max(values) / 60:.1f}]" if len(values) > 1 else "")
+
+
+def _seeds_reached(values: list[float | None], fmt: Callable[[list[float]], str]) -> str:
+    """A statistic over the seeds that reached the target, saying how many did when not all did."""
+    reached = [v for v in values if v is not None]
+    if not reached:
+        return "not reached"
+    return fmt(reached) + ("" if len(reached) == len(values) else f" ({len(reached)} of {len(values)} seeds)")
+
+
 def deadlines_markdown(data: Data) -> str:
-    """Per round policy on one population: its rounds, what it left out and its time to the target accuracy."""
+    """Per round policy on one population, over its seeds: its rounds, what it left out and its time to the
+    target accuracy (median over seeds and their range)."""
     target = data.get("target_accuracy", 0.85)
-    head = ["policy", "round: median [10th–90th percentile of rounds]", "updates used / sampled", "dropped", "late",
-            "wasted uplink", f"rounds to {100 * target:.0f} %", f"time to {100 * target:.0f} % [80 % bounds]",
-            "final accuracy"]
+    pct = f"{100 * target:.0f} %"
+    head = ["policy", "seeds", "round: median [10th–90th percentile of rounds]", "updates used / sampled", "dropped",
+            "late", "wasted uplink per run", f"rounds to {pct}", f"time to {pct}: median [range over seeds]",
+            "with each round's 80 % bounds", "final accuracy (median)"]
     body = []
     for p in data["policies"]:
-        rounds = p["rounds"]
-        if not rounds:  # the run failed: its row says so
-            body.append([p["policy"], f"failed: {p.get('error', 'no rounds')}"] + ["-"] * (len(head) - 2))
+        runs = policy_runs(p)
+        done = [r for r in runs if r["rounds"]]
+        if not done:  # every run failed: the row says so
+            error = next((r.get("error") for r in runs if r.get("error")), "no rounds")
+            body.append([p["policy"], f"0 of {len(runs)}", f"failed: {error}"] + ["-"] * (len(head) - 3))
             continue
-        low, mid, high = quantiles([r["round_time_s"] for r in rounds], (0.1, 0.5, 0.9))
-        rnd, t = time_to_target(rounds, target)
-        bounds = time_to_target_interval(rounds, target)
-        wasted = [r.get("wasted_bytes_up") for r in rounds]
+        rounds = [x for r in done for x in r["rounds"]]
+        low, mid, high = quantiles([x["round_time_s"] for x in rounds], (0.1, 0.5, 0.9))
+        reached = [time_to_target(r["rounds"], target) for r in done]
+        bounds = [time_to_target_interval(r["rounds"], target) for r in done]
+        wasted = [x.get("wasted_bytes_up") for x in rounds]
+        finals = [a for r in done if (a := r["rounds"][-1].get("accuracy")) is not None]
+        known = [b for b in bounds if b is not None]
         body.append([
-            p["policy"], f"{fmt_s(mid)} [{fmt_s(low)}–{fmt_s(high)}]",
-            f"{sum(r['replies'] for r in rounds)} / {sum(r['num_clients'] for r in rounds)}",
-            str(sum(r.get("dropped_clients", 0) for r in rounds)), str(sum(r.get("late_clients", 0) for r in rounds)),
-            "-" if any(w is None for w in wasted) else fmt_bytes(sum(wasted)),  # type: ignore[arg-type]
-            "not reached" if rnd is None else str(rnd),
-            "-" if t is None else f"{t / 60:.1f} min" + ("" if bounds is None else
-                                                         f" [{bounds[0] / 60:.1f}–{bounds[1] / 60:.1f}]"),
-            _acc(rounds[-1].get("accuracy"))])
-    first = data["policies"][0]
+            p["policy"], f"{len(done)}" if len(done) == len(runs) else f"{len(done)} of {len(runs)}",
+            f"{fmt_s(mid)} [{fmt_s(low)}–{fmt_s(high)}]",
+            f"{sum(x['replies'] for x in rounds)} / {sum(x['num_clients'] for x in rounds)}",
+            str(sum(x.get("dropped_clients", 0) for x in rounds)), str(sum(x.get("late_clients", 0) for x in rounds)),
+            "-" if any(w is None for w in wasted) else fmt_bytes(sum(wasted) / len(done)),  # type: ignore[arg-type]
+            _seeds_reached([None if n is None else float(n) for n, _ in reached],
+                           lambda v: f"{statistics.median(v):.0f}" + (f" [{min(v):.0f}–{max(v):.0f}]" if len(v) > 1 else "")),
+            _seeds_reached([t for _, t in reached], _range_min),
+            "-" if not known else f"{min(b[0] for b in known) / 60:.1f}–{max(b[1] for b in known) / 60:.1f} min",
+            "-" if not finals else _acc(statistics.median(finals))])
+    first = policy_runs(data["policies"][0])[0]
     env = data.get("environment") or {}
     pkgs = env.get("packages") or {}
-    return (md_table(head, body, right={1, 2, 3, 4, 5, 6, 7, 8})
-            + f"\nEach policy is one `{first['command']}` run with its `--set` (the engine's own clock: the simulate "
-            f"engine's measured messages on the model's clock, Flower's costs included). A round's percentiles are "
-            f"over the run's rounds; the time to {100 * target:.0f} % sums the rounds up to the first whose "
-            f"server-side accuracy reaches it, and its bounds sum every round's 10th and 90th percentile (wider than "
-            f"the sum's own interval). Updates used / sampled and the counts are over all rounds. Runs started "
-            f"{first.get('started_utc', '?')} on {env.get('platform', '?')}, {env.get('cpu_count', '?')} CPU(s), "
-            f"Python {env.get('python', '?')}, flwr {pkgs.get('flwr', '?')}, torch {pkgs.get('torch', '?')}.\n")
+    seeds = data.get("seeds") or [first.get("seed", 0)]
+    return (md_table(head, body, right=set(range(1, len(head))))
+            + f"\nEach policy is one `{first['command']}` run per seed ({', '.join(map(str, seeds))}) with its `--set` "
+            f"(the engine's own clock: the simulate engine's measured messages on the model's clock, Flower's costs "
+            f"included). A seed draws the clients' availability, the cohorts, the data partition and the model's "
+            f"start. A round's percentiles are over every round of every seed; the time to {pct} sums a run's rounds "
+            f"up to the first whose server-side accuracy reaches it; the median and range are over seeds, and the "
+            f"next column widens that range by every round's 10th and 90th percentile on the clock (the smallest "
+            f"low and largest high over seeds). Updates used / sampled and the counts are over all rounds of all "
+            f"seeds. Runs started {first.get('started_utc', '?')} on {env.get('platform', '?')}, "
+            f"{env.get('cpu_count', '?')} CPU(s), Python {env.get('python', '?')}, flwr {pkgs.get('flwr', '?')}, "
+            f"torch {pkgs.get('torch', '?')}.\n")

@@ -157,3 +157,20 @@ def test_the_model_change_line_says_whether_the_grids_rounds_moved() -> None:
     moved = {**data, "max_rel_diff": 0.02, "rows_differing": ["a"], "current_model": "m-other"}
     text = model_change_markdown(moved)
     assert "differ by at most 2 % (rows: a)" in text and "not checked here" in text
+
+
+def test_the_part_gaps_are_split_into_plain_and_secagg_rows() -> None:
+    """Where the engines differ, per part: one mean over the plain rows and one over the SecAgg+ rows."""
+    from fedbw.flower_protocol import FRAMEWORK_PARTS
+    from fedbw.report.validation_table import _part_gaps
+
+    def row(name: str, start_gap: float) -> dict:
+        model = dict.fromkeys(FRAMEWORK_PARTS, 1.0)
+        return {"row": name, "simulate_parts_s": model,
+                "emulate_parts_s": {**model, "clientapp_start_s": 1.0 + start_gap}}
+
+    text = _part_gaps([row("a-2", 0.5), row("b-4", 1.5), row("c-4-secagg", 3.0), {"row": "d-2"}])
+    assert "plain rows (2): " in text and "SecAgg+ rows (1): " in text
+    assert "clientapp_start +1.00 s" in text.split(";")[0] and "(sum +1.00 s)" in text.split(";")[0]
+    assert "clientapp_start +3.00 s" in text.split(";")[1] and "supernode_poll +0.00 s" in text.split(";")[1]
+    assert _part_gaps([{"row": "d-2"}]) == ""
