@@ -204,3 +204,37 @@ def model_change_markdown(data: dict[str, Any]) -> str:
     return (f"Every validation grid's {n} rows, timed by estimate under the frozen model {data['frozen_model']} "
             f"(commit {data['frozen_commit'][:10]}) and under {current}{note}: {verdict}. "
             f"`benchmarks/model_change.py`, {data['date']}.\n")
+
+
+@result_table("fidelity.dilation", "dilation.json", ".venv/bin/python benchmarks/dilation.py")
+def dilation_markdown(data: dict[str, Any]) -> str:
+    """Is emulate's reference inflated by the host: the same rows at the validation's dilation and at twice it.
+
+    Not ``model=True``: the finding is about emulate; the model's round is shown beside it, with its version."""
+    from fedbw.flower_protocol import FRAMEWORK_PARTS
+
+    head = ["row", "dilation", "trials", "steady round (trial means)", "framework", "comm", "host CPU busy"]
+    body, moved = [], []
+    for r in data["rows"]:
+        for which in ("auto", "double"):
+            s = r.get(which)
+            k = r["auto_dilation"] * (1 if which == "auto" else data["factor"])
+            if s is None:
+                body.append([r["row"], f"{k:g}", "0", "failed"] + ["-"] * 3)
+                continue
+            body.append([r["row"], f"{k:g}", str(s["trials"]),
+                         f"{fmt_s(s['steady_mean_s'])} ({', '.join(fmt_s(x) for x in s['trial_means_s'])})",
+                         fmt_s(s["framework_s"]), fmt_s(s["comm_s"]), fmt_pct(s.get("host_cpu_busy"))])
+        a, b = r.get("auto"), r.get("double")
+        if a and b:
+            parts = ", ".join(f"{p.removesuffix('_s')} {b['parts_s'][p] - a['parts_s'][p]:+.2f} s" for p in FRAMEWORK_PARTS)
+            moved.append(f"- **{r['row']}**: doubling the dilation moved the steady round by "
+                         f"{fmt_signed_pct(b['steady_mean_s'] / a['steady_mean_s'] - 1)} "
+                         f"({fmt_s(a['steady_mean_s'])} → {fmt_s(b['steady_mean_s'])}; the model: "
+                         f"{fmt_s(r['estimate_steady_mean_s'])}); by part: {parts}.\n")
+    stamp = data.get("made_by") or {}
+    return (md_table(head, body) + "\n" + "".join(moved)
+            + f"\nEach row's trials ran in the order auto, double, double, auto ({data['rounds']} rounds a trial, the "
+              f"steady rounds pooled), side by side in one run started {data['date']} on {data['machine']} (commit "
+              f"{str(data.get('commit', '?'))[:10]}; the model's round from model {stamp.get('model_version', '?')}, "
+              f"calibration {stamp.get('calibration', '?')}).\n")

@@ -1,0 +1,47 @@
+"""benchmarks/dilation.py's bookkeeping: the trial order, the pooled summary and its table (no emulation)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.benchmark_module import load_benchmark
+
+from fedbw.flower_protocol import FRAMEWORK_PARTS
+from fedbw.report.validation_table import dilation_markdown
+
+D = load_benchmark("dilation")
+
+
+def test_trials_alternate_so_a_drift_of_the_host_falls_on_both_dilations() -> None:
+    assert D.order(2) == ["auto", "double", "double", "auto"]
+    assert D.order(1) == ["auto", "double"]
+    assert D.order(3).count("auto") == D.order(3).count("double") == 3
+
+
+def _trial(means: list[float], start_s: float, status: str = "ok") -> dict:
+    parts = {p: 1.0 for p in FRAMEWORK_PARTS}
+    rounds = [{"round": 1, "round_time_s": 99.0, "comm_time_s": 1.0, "framework_time_s": 9.0, "parts": parts,
+               "host_cpu_busy": 0.9}]
+    rounds += [{"round": i + 2, "round_time_s": m, "comm_time_s": 1.0, "framework_time_s": m - 1,
+                "parts": {**parts, "clientapp_start_s": start_s}, "host_cpu_busy": 0.5} for i, m in enumerate(means)]
+    return {"status": status, "rounds": rounds}
+
+
+def test_the_summary_pools_steady_rounds_of_the_trials_that_finished() -> None:
+    s = D.summary([_trial([10.0, 12.0], 2.0), _trial([14.0, 14.0], 2.0), {"status": "failed"}])
+    assert s["trials"] == 2 and s["steady_mean_s"] == pytest.approx(12.5)  # round 1 left out
+    assert s["trial_means_s"] == [11.0, 14.0] and s["parts_s"]["clientapp_start_s"] == 2.0
+    assert D.summary([{"status": "failed"}]) is None
+
+
+def test_the_table_says_how_far_doubling_the_dilation_moved_the_round_and_each_part() -> None:
+    auto, double = D.summary([_trial([10.0], 2.0)]), D.summary([_trial([9.0], 1.5)])
+    data = {"date": "d", "machine": "m", "factor": 2.0, "rounds": 3, "commit": "abc", "made_by": {},
+            "rows": [{"row": "r-4", "auto_dilation": 4.0, "auto": auto, "double": double,
+                      "estimate_steady_mean_s": 9.2},
+                     {"row": "q-4", "auto_dilation": 4.0, "auto": auto, "double": None,
+                      "estimate_steady_mean_s": 9.2}]}
+    text = dilation_markdown(data)
+    assert "| r-4 | 4 | 1 | 10.00 s (10.00 s) |" in text and "| r-4 | 8 | 1 | 9.00 s (9.00 s) |" in text
+    assert "moved the steady round by -10.0 %" in text and "clientapp_start -0.50 s" in text
+    assert "| q-4 | 8 | 0 | failed |" in text and "**q-4**" not in text  # no comparison without both sides
