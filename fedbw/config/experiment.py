@@ -78,7 +78,7 @@ class ExperimentConfig(Section):
         to account for it (the plan builds it once; fedbw.privacy.sampling)."""
         c = self.clients
         return make_sampler(c.sampling, c.total, self.round.cohort(c.per_round, c.total), self.seed,
-                            self.privacy.randomness)
+                            self.privacy.randomness, on_line_only=c.availability is not None)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ExperimentConfig":
@@ -123,10 +123,6 @@ class ExperimentConfig(Section):
         if self.sampler().cohort_varies:  # the sampler is the one place clients.sampling's name is read
             raise ValueError('clients.availability samples a fixed-size cohort from the clients on line; use '
                              'clients.sampling = "fixed"')
-        if self.privacy.dp.enabled:
-            raise ValueError("clients.availability with DP is not accounted: a cohort drawn from the clients on "
-                             "line is not a uniform sample of the population, so ε's amplification by sampling "
-                             "does not hold; turn one of them off")
         if self.framework != "flower-deployment":
             raise ValueError('clients.availability needs Flower\'s deployment clock (framework = '
                              '"flower-deployment"): when the next round starts, and what a client that goes off '

@@ -10,6 +10,8 @@ rules for variable cohorts all ask the same object, never the name:
 * :class:`FixedSizeSampler` — exactly ``per_round`` clients, uniformly without replacement (what Flower's
   own ``FedAvg`` sampling does). Accounted as dp-accounting's ``SampledWithoutReplacementDpEvent`` under
   replace-one adjacency; its release's sensitivity grows as clients drop out of the cohort.
+* :class:`OnLineSampler` — a fixed-size cohort drawn from the clients on line (``clients.availability``):
+  not a uniform sample, so accounted without amplification (each round's Gaussian release, replace-one).
 * :class:`PoissonSampler` — each client independently with probability q = per_round / total; a round's
   cohort has any size 0..total (mean per_round). Accounted as ``PoissonSampledDpEvent`` under
   add/remove; the server divides by ``per_round`` whoever reports (a fixed denominator), and releases
@@ -99,6 +101,24 @@ class FixedSizeSampler(Sampler):
 
 
 @dataclass(frozen=True)
+class OnLineSampler(FixedSizeSampler):
+    """``per_round`` clients drawn from those on line at the round's start (``clients.availability``).
+
+    Who is on line decides who can be drawn, so the cohort is not a uniform sample of the population and no
+    amplification by sampling is claimed: each round is accounted as the Gaussian release it is, for whoever
+    was in it, under replace-one adjacency. That bounds ε for any cohort chosen independently of the clients'
+    data (an availability trace is), at the price of the amplification a uniform sample would have earned.
+    """
+
+    kind: ClassVar[str] = "on-line"
+
+    def dp_event(self, gaussian: dp_event.GaussianDpEvent, cohort: int | None = None) -> dp_event.DpEvent:
+        if cohort == 0:
+            return dp_event.NoOpDpEvent()  # nothing was released
+        return gaussian
+
+
+@dataclass(frozen=True)
 class PoissonSampler(Sampler):
     kind: ClassVar[str] = "poisson"
     adjacency: ClassVar[str] = "add/remove"
@@ -125,10 +145,13 @@ SAMPLERS: dict[str, type[Sampler]] = {s.kind: s for s in (FixedSizeSampler, Pois
 
 
 def make_sampler(kind: str, population: int, per_round: int, seed: int = 0,
-                 randomness: Randomness = "seed") -> Sampler:
-    """The sampler ``clients.sampling = kind`` names (ValueError naming the known ones otherwise)."""
+                 randomness: Randomness = "seed", on_line_only: bool = False) -> Sampler:
+    """The sampler ``clients.sampling = kind`` names (ValueError naming the known ones otherwise);
+    ``on_line_only``: cohorts are drawn from the clients on line (a fixed size becomes :class:`OnLineSampler`)."""
     try:
         cls = SAMPLERS[kind]
     except KeyError:
         raise ValueError(f"unknown sampling {kind!r}; known: {', '.join(SAMPLERS)}") from None
+    if on_line_only and cls is FixedSizeSampler:
+        cls = OnLineSampler
     return cls(population, per_round, seed, randomness)

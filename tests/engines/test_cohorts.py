@@ -113,7 +113,6 @@ def test_emulate_refuses_a_dropped_client_sampled_again_in_one_line(tmp_path: Pa
 
 @pytest.mark.parametrize("change, says", [
     ({"clients": {"sampling": "poisson"}}, "fixed-size cohort"),
-    ({"privacy": {"dp": {"enabled": True, "noise_multiplier": 1.0}}}, "not accounted"),
     ({"framework": "none"}, "deployment clock"),
     ({"clients": {"availability": {"generate": "two-state", "file": "x.csv"}}}, "one of them"),
     ({"clients": {"availability": {}}}, "one of them"),
@@ -163,3 +162,29 @@ def test_over_selection_closes_on_enough_replies_without_waiting_for_the_dropped
                                        round={"over_select": 1.5})), "t").rounds[0]
     assert enough.num_clients == 3 and enough.dropped_clients == 1
     assert enough.round_time_s < 20.0 < 30.0 < wait.round_time_s
+
+
+def test_dp_with_availability_is_accounted_without_amplification_by_sampling(tmp_path: Path) -> None:
+    """A cohort drawn from the clients on line is not a uniform sample: each round is accounted as its Gaussian
+    release (replace-one), the ε a uniform fixed-size sample would have earned is not claimed."""
+    from dp_accounting import dp_event
+
+    from fedbw.privacy.sampling import FixedSizeSampler, OnLineSampler
+
+    dp = {"privacy": {"dp": {"enabled": True, "noise_multiplier": 1.0}}}
+    everyone = "".join(f"{c},0,10000\n" for c in range(20))  # a small sampling fraction: amplification matters
+    on_line = _cfg(tmp_path, everyone, **dp, clients={"total": 20})
+    sampler = on_line.sampler()
+    assert type(sampler) is OnLineSampler and sampler.adjacency == "replace-one"
+    gaussian = dp_event.GaussianDpEvent(0.5)
+    assert sampler.dp_event(gaussian, 3) == gaussian and isinstance(sampler.dp_event(gaussian, 0),
+                                                                    dp_event.NoOpDpEvent)
+    uniform = config_from_dict({**on_line.model_dump(), "clients": {**on_line.clients.model_dump(),
+                                                                    "availability": None}})
+    assert type(uniform.sampler()) is FixedSizeSampler
+    result = run_estimate(planned(on_line), "t")
+    amplified = run_estimate(planned(uniform), "u")
+    eps = [r.epsilon for r in result.rounds]
+    assert all(e is not None for e in eps) and eps[1] > eps[0]
+    assert eps[-1] > amplified.rounds[-1].epsilon  # no amplification claimed: a larger ε for the same noise
+    assert result.rounds[0].privacy.sampling == "on-line" and result.rounds[0].privacy.adjacency == "replace-one"

@@ -76,9 +76,9 @@ def test_a_traced_link_in_simulate_moves_the_bytes_the_estimate_engine_moves(tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("secagg", [False, True])
+@pytest.mark.parametrize("privacy", ["plain", "secagg", "dp"])
 def test_a_client_that_goes_off_line_mid_round_is_left_out_in_simulate_as_the_plan_says(tmp_path: Path,
-                                                                                      secagg: bool) -> None:
+                                                                                      privacy: str) -> None:
     """clients.availability under simulate (issue 32.1): Flower's Simulation Engine runs client 1 to its reply,
     but the plan has it off line 3 s into round 1, so the ServerApp leaves its update out (a ``dropped``
     event; under SecAgg+ its masked vector, and Flower's workflow then unmasks without it) and the virtual
@@ -94,7 +94,9 @@ def test_a_client_that_goes_off_line_mid_round_is_left_out_in_simulate_as_the_pl
             "name": f"availability-{engine}", "engine": engine, "device": "cpu", "seed": 0,
             "output_dir": str(tmp_path), "model": {"name": "small-cnn"}, "network": {"profile": "home-80"},
             "clients": {"total": 4, "per_round": 3, "compute": "synthetic", "availability": {"file": str(on)}},
-            "training": {"rounds": 2}, "privacy": {"secagg": {"enabled": secagg}}}))
+            "training": {"rounds": 2},
+            "privacy": {"secagg": {"enabled": privacy == "secagg"},
+                        "dp": {"enabled": privacy == "dp", "noise_multiplier": 1.0}}}))
     sim, est = runs["simulate"], runs["estimate"]
     events = [json.loads(line) for line in (sim.run_dir / "events.jsonl").read_text().splitlines()]
     assert [(e["round"], e["clients"]) for e in events if e["event"] == "dropped"] == [(1, [1])]
@@ -104,3 +106,6 @@ def test_a_client_that_goes_off_line_mid_round_is_left_out_in_simulate_as_the_pl
         assert [r.replies for r in res.rounds] == [2, 2]
     assert sim.rounds[0].round_time_s > 30.0 and sim.rounds[0].round_time_s == pytest.approx(
         est.rounds[0].round_time_s, rel=0.05)
+    if privacy == "dp":  # ε of the cohort aggregated (2 in round 1), without amplification, the same in both
+        assert [r.privacy.cohort for r in sim.rounds] == [2, 2] and sim.rounds[0].privacy.sampling == "on-line"
+        assert [r.epsilon for r in sim.rounds] == pytest.approx([r.epsilon for r in est.rounds])
