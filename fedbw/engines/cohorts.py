@@ -85,12 +85,16 @@ def planned(cfg: ExperimentConfig, device: str | None = None) -> Plan:
     if plan.offline is None or not any(plan.offline):
         return plan
     gone = {r + 1: ids for r, ids in enumerate(plan.offline) if ids}
-    if cfg.engine == "emulate":  # a dropped client's SuperNode is stopped for the rest of the run
+    # emulate stops a dropped client's SuperNode and starts a fresh one that registers under a new node id; an
+    # authenticated SuperNode keeps its key's node id, which the SuperLink holds until the old one's heartbeat
+    # lapses, so that is not tried
+    if cfg.engine == "emulate" and cfg.emulate.supernode_auth:
         for r, ids in gone.items():
             for later in range(r + 1, plan.rounds + 1):
                 if back := sorted(set(ids) & set(plan.sampled_clients(later))):
                     raise ConfigError(f"clients.availability: client {back[0]} goes off line in round {r} and is "
-                                      f"sampled again in round {later}; emulate stops a dropped client's "
-                                      f"SuperNode for the rest of the run. Use engine = \"estimate\", fewer "
-                                      f"rounds, or an availability in which dropped clients stay away")
+                                      f"sampled again in round {later}; with emulate.supernode_auth a dropped "
+                                      f"client cannot come back (its key's node id stays taken). Turn "
+                                      f"supernode_auth off, or use fewer rounds or an availability in which "
+                                      f"dropped clients stay away")
     return plan

@@ -36,6 +36,8 @@ from fedbw.fl.wiring import fit_workflow, wrap_strategy
 from fedbw.netmodel.close import StageClose
 
 HELLO_TYPE = "get_properties"
+#: how long a client that came back has to answer the hello (its SuperNode starts a ClientApp for it)
+HELLO_TIMEOUT_S = 120.0
 
 app = ServerApp()
 
@@ -70,19 +72,48 @@ def discover_clients(grid: Grid, total: int, timeout_s: float = NODE_WAIT_S) -> 
     known = node_map.client_nodes(timeout_s=max(0.0, deadline - time.monotonic()))
     if known is not None and sorted(known) == list(range(total)) and set(known.values()) <= set(node_ids):
         return known
-    content = getpropertiesins_to_recorddict(GetPropertiesIns({}))
-    msgs = [Message(content=content, dst_node_id=nid, message_type=HELLO_TYPE, group_id="0") for nid in node_ids]
-    replies = list(grid.send_and_receive(msgs, timeout=timeout_s))
-    mapping: dict[int, int] = {}
-    for r in replies:
-        if r.has_error():
-            raise RunError(f"node {r.metadata.src_node_id} failed the hello query: {r.error.reason}")
-        props = recorddict_to_getpropertiesres(r.content).properties
-        mapping[int(props["partition-id"])] = r.metadata.src_node_id
+    mapping = _hello(grid, node_ids, timeout_s)
     missing = sorted(set(range(total)) - set(mapping))
     if missing:
         raise RunError(f"no SuperNode answered for client id(s) {missing[:10]}; check their partition-id")
     return mapping
+
+
+def _hello(grid: Grid, node_ids: list[int], timeout_s: float) -> dict[int, int]:
+    """client id (the node's ``partition-id``) → node id, for every node in ``node_ids`` that answers."""
+    content = getpropertiesins_to_recorddict(GetPropertiesIns({}))
+    msgs = [Message(content=content, dst_node_id=nid, message_type=HELLO_TYPE, group_id="0") for nid in node_ids]
+    mapping: dict[int, int] = {}
+    for r in grid.send_and_receive(msgs, timeout=timeout_s):
+        if r.has_error():
+            raise RunError(f"node {r.metadata.src_node_id} failed the hello query: {r.error.reason}")
+        props = recorddict_to_getpropertiesres(r.content).properties
+        mapping[int(props["partition-id"])] = r.metadata.src_node_id
+    return mapping
+
+
+class ComeBack:
+    """Finds the new node of a client that came back: under emulate a client that went off line mid-round has
+    its SuperNode stopped, and when the plan samples it again a fresh one runs, registered under a new node id
+    (Flower gives a reconnecting SuperNode a new one). Nodes seen before (the stopped one stays listed until its
+    heartbeat lapses) are never asked again."""
+
+    def __init__(self, grid: Grid, node_of: dict[int, int], log: EventLog) -> None:
+        self.grid, self.log = grid, log
+        self.seen: set[int] = set(node_of.values())
+
+    def __call__(self, clients: list[int], node_of: dict[int, int]) -> dict[int, int]:
+        """The new nodes of ``clients`` that have registered so far (client id → node id)."""
+        fresh = [n for n in self.grid.get_node_ids() if n not in self.seen]
+        if not fresh:
+            return {}
+        found = _hello(self.grid, fresh, HELLO_TIMEOUT_S)
+        self.seen.update(fresh)  # one that did not answer in time is not waited for again
+        back = {c: n for c, n in found.items() if c in clients}
+        if back:
+            node_of.update(back)
+            self.log.emit(NODES, node_of={str(c): n for c, n in sorted(node_of.items())})
+        return back
 
 
 def plan_fit_step(settings: AppSettings, strategy: PlanFedAvg, wrapped: Strategy,
@@ -156,6 +187,7 @@ def main(grid: Grid, context: Context) -> None:
         # budget caps the rounds at privacy.dp.max_epsilon; the strategy accounts each round as it ran and
         # stops earlier if dropouts spent more than planned.
         strategy = PlanFedAvg(settings, log, state, node_of, centralized_evaluator(settings),
+                              come_back=ComeBack(grid, node_of, log) if plan.offline else None, client_of=client_of,
                               initial_parameters=initial_parameters(settings))
         wrapped = wrap_strategy(settings, strategy)
         legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=plan.rounds), strategy=wrapped)

@@ -75,11 +75,17 @@ class PlanFedAvg(FedAvg):
     """FedAvg whose ``configure_fit`` returns exactly the plan's sampled clients."""
 
     def __init__(self, settings: AppSettings, log: EventLog, state: RoundState, node_of: dict[int, int],
-                 evaluate_fn: Callable[[Parameters], tuple[float, float]] | None, **kwargs: Any) -> None:
+                 evaluate_fn: Callable[[Parameters], tuple[float, float]] | None,
+                 come_back: Callable[[list[int], dict[int, int]], dict[int, int]] | None = None,
+                 client_of: dict[int, int] | None = None, **kwargs: Any) -> None:
         super().__init__(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=1, min_evaluate_clients=0,
                          min_available_clients=1, accept_failures=False, **kwargs)
         self.settings, self.log, self.state, self.node_of = settings, log, state, node_of
-        self.client_of = {n: c for c, n in node_of.items()}
+        #: node id → client id; shared with the measuring grid (``client_of``) so that a client that came
+        #: back is counted under its new node there too
+        self.client_of = client_of if client_of is not None else {n: c for c, n in node_of.items()}
+        #: finds the new node of a sampled client that came back (clients.availability under emulate)
+        self._come_back = come_back
         self._evaluate_fn = evaluate_fn
         self.accountant: PrivacyAccountant | None = accountant_for(settings.config.privacy.dp, settings.plan.sampler)
         self.rounds: dict[int, RoundPrivacy] = {}
@@ -140,12 +146,15 @@ class PlanFedAvg(FedAvg):
 
     def _wait_for_nodes(self, client_manager: ClientManager, ids: list[int]) -> dict[str, ClientProxy]:
         """The client manager's proxies once every client this round samples is registered (not every client
-        of the federation: a client an earlier round dropped is gone for good under emulate); RunError after
-        NODE_WAIT_S."""
+        of the federation: a client an earlier round dropped is not there until it comes back, under a new
+        node id); RunError after NODE_WAIT_S."""
         end = time.monotonic() + NODE_WAIT_S
         while True:
             proxies = client_manager.all()
             missing = [cid for cid in ids if str(self.node_of[cid]) not in proxies]
+            if missing and self._come_back is not None and (back := self._come_back(missing, self.node_of)):
+                self.client_of.update({node: cid for cid, node in back.items()})  # node_of: updated by come_back
+                continue  # look again under the new node ids
             if not missing:
                 return proxies
             if time.monotonic() >= end:

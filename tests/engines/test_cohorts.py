@@ -103,12 +103,20 @@ def test_emulate_stops_a_dropped_client_at_its_training_stage(tmp_path: Path) ->
 LEAVES_AND_COMES_BACK = "0,0,10000\n1,0,3\n1,40,10000\n2,0,10000\n"
 
 
-def test_emulate_refuses_a_dropped_client_sampled_again_in_one_line(tmp_path: Path) -> None:
-    """emulate stops a dropped client's SuperNode for the rest of the run; estimate and simulate run it."""
-    for engine in ("estimate", "simulate"):
+def test_a_dropped_client_sampled_again_comes_back_in_emulate_except_with_supernode_auth(tmp_path: Path) -> None:
+    """emulate stops a dropped client's SuperNode and, when the plan samples it again, starts a fresh one (a new
+    node id); an authenticated SuperNode keeps its key's node id, so that is refused in one line."""
+    from fedbw.engines.emulate.clients import drops_for_plan
+
+    for engine in ("estimate", "simulate", "emulate"):
         assert planned(_cfg(tmp_path, LEAVES_AND_COMES_BACK).model_copy(update={"engine": engine})).offline == [[1], []]
+    back = planned(_cfg(tmp_path, LEAVES_AND_COMES_BACK).model_copy(update={"engine": "emulate"}))
+    assert [(d.client, d.round, d.back) for d in drops_for_plan(back)] == [(1, 1, True)]
+    gone = planned(_cfg(tmp_path, MID_ROUND_LEAVER).model_copy(update={"engine": "emulate"}))
+    assert [(d.client, d.round, d.back) for d in drops_for_plan(gone)] == [(1, 1, False)]  # never sampled again
+    auth = _cfg(tmp_path, LEAVES_AND_COMES_BACK, emulate={"tls": True, "supernode_auth": True})
     with pytest.raises(ConfigError, match="client 1 goes off line in round 1 and is sampled again in round 2"):
-        planned(_cfg(tmp_path, LEAVES_AND_COMES_BACK).model_copy(update={"engine": "emulate"}))
+        planned(auth.model_copy(update={"engine": "emulate"}))
 
 
 @pytest.mark.parametrize("change, says", [
@@ -148,6 +156,7 @@ def test_the_cli_refuses_what_an_engine_cannot_run_with_one_line_and_exit_2(tmp_
     out = CliRunner().invoke(app, ["run", "experiments/quickstart.toml", "--engine", "emulate", "--set",
                                    "clients.total=4", "--set", "clients.per_round=3", "--set",
                                    'clients.compute="synthetic"', "--set", f'clients.availability.file="{on}"',
+                                   "--set", "emulate.tls=true", "--set", "emulate.supernode_auth=true",
                                    "--set", f'output_dir="{tmp_path}"'])
     assert out.exit_code == 2 and "Traceback" not in out.output, out.output
     assert "sampled again in round 2" in out.output

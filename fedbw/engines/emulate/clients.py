@@ -14,6 +14,7 @@ from fedbw.links import profile_link
 from fedbw.flower_protocol import SECAGG_STAGES
 from fedbw.plan import Plan
 
+
 def clients_for_profile(n: int, profile: str, seed: int = 0) -> list[EmulatedClient]:
     """``n`` clients on one catalog link profile (``fedbw emulate --profile``)."""
     if n < 1:
@@ -39,8 +40,14 @@ def clients_for_plan(plan: Plan) -> list[EmulatedClient]:
 
 def drops_for_plan(plan: Plan) -> list[DropFault]:
     """The clients to stop as their stage's message arrives: ``[faults] drops``, and the clients the plan
-    has going off line mid-round (``clients.availability``), at the round's training stage."""
+    has going off line mid-round (``clients.availability``), at the round's training stage; a client the
+    plan samples again later comes back (a fresh SuperNode, :class:`DropFault`'s ``back``)."""
     order = {"fit": 0, **{s: i for i, s in enumerate(SECAGG_STAGES)}}
-    offline = [DropFault(cid, r, order[plan.dropout_stage]) for r, ids in enumerate(plan.offline or [], start=1)
-               for cid in ids]
+    offline = [DropFault(cid, r, order[plan.dropout_stage], back=_sampled_after(plan, cid, r))
+               for r, ids in enumerate(plan.offline or [], start=1) for cid in ids]
     return [DropFault(d.client, d.round, order[d.stage]) for d in plan.config.faults.drops] + offline
+
+
+def _sampled_after(plan: Plan, cid: int, round_index: int) -> bool:
+    """Whether the plan samples client ``cid`` in a round after ``round_index``."""
+    return any(cid in plan.sampled_clients(r) for r in range(round_index + 1, plan.rounds + 1))

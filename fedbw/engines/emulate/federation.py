@@ -75,6 +75,9 @@ class DropFault:
     client: int
     round: int
     stage_index: int = 0
+    #: the client comes back (``clients.availability`` samples it again later): a fresh SuperNode of it is
+    #: started once the old one is dead, and registers under a new node id, as a device that reconnects
+    back: bool = False
 
 
 # ---------------------------------------------------------------------------------------- outputs
@@ -130,10 +133,13 @@ class _Dropper:
 
     def __init__(self, drops: Sequence[DropFault]) -> None:
         self.drops = {(d.client, d.round, d.stage_index) for d in drops}
+        self.back = {(d.client, d.round, d.stage_index) for d in drops if d.back}
         self.counts: dict[tuple[int, str], int] = {}
         self.group: dict[int, str | None] = {}
         self.dropped: list[int] = []
         self._lock = threading.Lock()
+        #: starts a fresh SuperNode of a client that comes back (set once the federation is up)
+        self.restart: Callable[[int], None] | None = None
 
     def hook(self, cid: int) -> Callable[[Child, LogLine], None]:
         def on_line(child: Child, line: LogLine) -> None:
@@ -153,10 +159,13 @@ class _Dropper:
                 except ValueError:
                     rnd = -1
                 hit = (cid, rnd, k) in self.drops
+                back = (cid, rnd, k) in self.back
                 if hit:
                     self.dropped.append(cid)
             if hit:
                 child.kill()
+                if back and self.restart is not None:
+                    self.restart(cid)
         return on_line
 
 
@@ -170,15 +179,20 @@ class Live:
     def __init__(self, shaper: Shapers, supernodes: Mapping[int, Child], dilation: Dilation,
                  host: HostSampler) -> None:
         self.shaper = shaper
-        self.supernodes = dict(supernodes)
+        #: each client's SuperNodes, in the order they ran (a client that came back has several)
+        self.supernodes: dict[int, list[Child]] = {cid: [child] for cid, child in supernodes.items()}
         self.dilation = dilation
         self.host = host
+
+    def came_back(self, cid: int, child: Child) -> None:
+        """A fresh SuperNode of client ``cid`` (the old one was stopped as it dropped out)."""
+        self.supernodes[cid] = [*self.supernodes[cid], child]
 
     def series(self) -> LinkSeries:
         return self.shaper.series()
 
     def spans(self, cid: int) -> list[MessageSpan]:
-        lines = self.supernodes[cid].snapshot_lines()
+        lines = [ln for child in self.supernodes[cid] for ln in child.snapshot_lines()]
         if self.dilation.active:
             lines = [LogLine(self.dilation.emulated(ln.t_s), ln.text) for ln in lines]
         return parse_supernode_log(lines)
@@ -256,6 +270,15 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
             anchor_traces_now(anchor_file)  # an app of its own has no first-round anchor: the submit is t = 0
             host = HostSampler({k: g for k, g in groups.items() if k >= 0}, warp)
             live = Live(shaper, {c.client_id: dep.supernodes[f"client-{c.client_id}"] for c in clients}, warp, host)
+
+            def restart(cid: int) -> None:  # a client that dropped out comes back: a fresh SuperNode
+                c = next(x for x in clients if x.client_id == cid)
+                child = dep.start_supernode(f"client-{cid}", shaper.ports[str(cid)],
+                                            {"partition-id": cid, "num-partitions": n, **dict(c.node_config)},
+                                            on_line=dropper.hook(cid), cpu_group=groups.get(cid))
+                live.came_back(cid, child)
+
+            dropper.restart = restart
             peak = {"rss": 0, "next": 0.0}
 
             def on_tick() -> None:

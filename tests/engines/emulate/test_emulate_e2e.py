@@ -250,22 +250,26 @@ def test_a_traced_link_starts_its_trace_at_the_first_round(tmp_path: Path) -> No
     assert 8.0 < down[2] < 20.0, down  # 0.55 MB at 0.4 Mbps of line rate: ≈ 11.5 s
 
 
-@pytest.mark.parametrize("secagg", [False, True])
-def test_a_client_that_goes_off_line_mid_round_drops_in_emulate_as_in_the_plan(tmp_path: Path, secagg: bool) -> None:
+@pytest.mark.parametrize("secagg, back", [(False, False), (True, False), (False, True)],
+                         ids=["plain", "secagg", "comes-back"])
+def test_a_client_that_goes_off_line_mid_round_drops_in_emulate_as_in_the_plan(tmp_path: Path, secagg: bool,
+                                                                              back: bool) -> None:
     """clients.availability under emulate (issue 32.1): client 1 leaves 3 s into round 1 and client 3 is never on
     line (with SecAgg+, client 4 too is on line throughout, for rounds of 4 then 3: its 3 shares need 3).
     emulate runs the plan's cohorts, stops client 1's SuperNode as its training message arrives (fit, or the
     masked-vector stage: Flower's SecAgg+ then unmasks without it), the round waits for Flower to report it
     gone (its heartbeat lapses), as the model's round does: emulate's round 1 lies within the model's 80 %
     interval, widened by a fifth each way (one run of one round; the interval is over Flower's unknown
-    heartbeat and poll phases); and round 2 runs without waiting for the client that is gone."""
+    heartbeat and poll phases); and round 2 runs without waiting for the client that is gone. With ``back``,
+    client 1 is on line again 30 s in (before round 2 can start: Flower reports it gone 30 s after it left at
+    the earliest), so round 2 samples it again: a fresh SuperNode of it, under a new node id, takes part."""
     from fedbw.engines.cohorts import planned
     from fedbw.engines.estimate import run_estimate
 
     before = _workdirs()
     on = tmp_path / "on.csv"
     on.write_text("client,start_s,end_s\n0,0,10000\n1,0,3\n2,0,10000\n3,9000,10000\n"
-                  + ("4,0,10000\n" if secagg else ""))
+                  + ("4,0,10000\n" if secagg else "") + ("1,30,10000\n" if back else ""))
     data = {"name": "e2e-availability", "engine": "emulate", "output_dir": str(tmp_path),
             "model": {"name": "small-cnn"}, "network": {"profile": "home-80"},
             "clients": {"total": 5 if secagg else 4, "per_round": 4 if secagg else 3, "compute": "synthetic",
@@ -277,8 +281,11 @@ def test_a_client_that_goes_off_line_mid_round_drops_in_emulate_as_in_the_plan(t
     clients, rounds = load_records(result.run_dir)
     cohort = [0, 1, 2, 4] if secagg else [0, 1, 2]
     assert sorted(c.client_id for c in clients if c.round == 1) == cohort
-    assert sorted(c.client_id for c in clients if c.round == 2) == [c for c in cohort if c != 1]
+    assert sorted(c.client_id for c in clients if c.round == 2) == (cohort if back else [c for c in cohort if c != 1])
     assert [c.client_id for c in clients if c.dropped] == [1] and rounds[0].dropped_clients == 1
+    if back:  # it trained and replied in round 2, counted under its new node
+        assert rounds[1].replies == 3 and rounds[1].dropped_clients == 0
+        assert any(c.client_id == 1 and c.stages and c.bytes_up > 0 for c in clients if c.round == 2)
     model = run_estimate(planned(config_from_dict({**data, "engine": "estimate"})), "model").rounds[0]
     assert model.round_interval_s is not None
     low, high = model.round_interval_s
