@@ -7,8 +7,8 @@ the emulated rounds where they are: each device would only have more idle CPU. I
 the dilation doubles, the host was still in the way at auto dilation, and validation 3's reference rounds
 (emulated at auto dilation) are long by about that much. The parts of Flower's framework time say where.
 
-Each row runs ``TRIALS`` emulate trials per dilation, in the order A B B A (auto, double, double, auto) so
-that a drift of the host over the run falls on both sides; 3 rounds a trial, the steady rounds (≥ 2) pooled.
+Each row runs its trials per dilation (``ROWS``), in the order A B B A (auto, double, double, auto) so that a
+drift of the host over the run falls on both sides; 3 rounds a trial, the steady rounds (≥ 2) pooled.
 Rows are validation 3's configs (benchmarks/validate.py builds them); this script does not touch the
 validation's run log, and nothing is fitted to what it finds.
 
@@ -33,8 +33,9 @@ from fedbw.errors import FedbwError  # noqa: E402
 
 RESULT = ROOT / "benchmarks" / "results" / "dilation.json"
 #: a plain and a SecAgg+ row of validation 3, both of 4 clients: the cheapest rows whose devices contend
-#: (a 2-client row leaves the host half idle; an 8-client row takes an hour at double dilation)
-ROWS = ["small-cnn-mobile-4g-4", "mlp-mobile-5g-4-secagg"]
+#: (a 2-client row leaves the host half idle; an 8-client row takes an hour at double dilation), and the
+#: trials per dilation each gets: the SecAgg+ row's trial takes about 6.5 min at auto dilation and 13 at double
+ROWS = {"small-cnn-mobile-4g-4": 2, "mlp-mobile-5g-4-secagg": 1}
 FACTOR = 2.0
 
 
@@ -90,14 +91,15 @@ def summary(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", default=",".join(ROWS), help="validation rows (benchmarks/validate.py's ids)")
-    ap.add_argument("--trials", type=int, default=2, help="emulate trials per dilation and row")
+    ap.add_argument("--trials", type=int, default=None,
+                    help="emulate trials per dilation and row (default: each row's own, ROWS)")
     args = ap.parse_args()
     V = _validate()
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in V.ROWS]
     if unknown:
         ap.error(f"unknown row(s) {', '.join(unknown)}; validation rows are {', '.join(V.ROWS)}")
-    if args.trials < 1:
+    if args.trials is not None and args.trials < 1:
         ap.error("--trials must be at least 1")
     from fedbw.calibration.file import load_costs, model_stamp
 
@@ -108,7 +110,7 @@ def main() -> None:
         cfg = V.row_config(*V.ROWS[rid])
         auto = V.dilation(cfg["clients"]["total"], None)
         runs = []
-        for which in order(args.trials):
+        for which in order(args.trials or ROWS.get(rid, 1)):
             k = auto if which == "auto" else FACTOR * auto
             print(f"{rid}: dilation {k:g} ({which})", flush=True)
             runs.append({"which": which, **trial(V, cfg, k)})

@@ -234,7 +234,8 @@ def dilation_markdown(data: dict[str, Any]) -> str:
                          f"{fmt_s(r['estimate_steady_mean_s'])}); by part: {parts}.\n")
     stamp = data.get("made_by") or {}
     return (md_table(head, body) + "\n" + "".join(moved)
-            + f"\nEach row's trials ran in the order auto, double, double, auto ({data['rounds']} rounds a trial, the "
-              f"steady rounds pooled), side by side in one run started {data['date']} on {data['machine']} (commit "
+            + f"\nEach row's trials alternated auto and double dilation (A B B A; one trial each: A B), "
+              f"{data['rounds']} rounds a trial, the steady rounds pooled, side by side in one run started "
+              f"{data['date']} on {data['machine']} (commit "
               f"{str(data.get('commit', '?'))[:10]}; the model's round from model {stamp.get('model_version', '?')}, "
               f"calibration {stamp.get('calibration', '?')}).\n")
