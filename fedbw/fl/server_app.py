@@ -79,13 +79,16 @@ def discover_clients(grid: Grid, total: int, timeout_s: float = NODE_WAIT_S) -> 
     return mapping
 
 
-def _hello(grid: Grid, node_ids: list[int], timeout_s: float) -> dict[int, int]:
-    """client id (the node's ``partition-id``) → node id, for every node in ``node_ids`` that answers."""
+def _hello(grid: Grid, node_ids: list[int], timeout_s: float, strict: bool = True) -> dict[int, int]:
+    """client id (the node's ``partition-id``) → node id, for every node in ``node_ids`` that answers; an error
+    reply is a RunError when ``strict``, else that node is left out."""
     content = getpropertiesins_to_recorddict(GetPropertiesIns({}))
     msgs = [Message(content=content, dst_node_id=nid, message_type=HELLO_TYPE, group_id="0") for nid in node_ids]
     mapping: dict[int, int] = {}
     for r in grid.send_and_receive(msgs, timeout=timeout_s):
         if r.has_error():
+            if not strict:
+                continue
             raise RunError(f"node {r.metadata.src_node_id} failed the hello query: {r.error.reason}")
         props = recorddict_to_getpropertiesres(r.content).properties
         mapping[int(props["partition-id"])] = r.metadata.src_node_id
@@ -107,7 +110,7 @@ class ComeBack:
         fresh = [n for n in self.grid.get_node_ids() if n not in self.seen]
         if not fresh:
             return {}
-        found = _hello(self.grid, fresh, HELLO_TIMEOUT_S)
+        found = _hello(self.grid, fresh, HELLO_TIMEOUT_S, strict=False)  # a node gone again is no error
         self.seen.update(fresh)  # one that did not answer in time is not waited for again
         back = {c: n for c, n in found.items() if c in clients}
         if back:
