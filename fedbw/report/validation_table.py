@@ -124,7 +124,17 @@ def _verdict(v: dict[str, Any], targets: dict[str, float], planned: int, rows: l
             + ("" if share is None else f" ({100 * share:.0f} %, target {100 * targets['rows_inside_interval']:.0f} %)")
             + f". Transfers ≥ 1 s, rows without a host-bound round: {v['rows_transfers_within_target']} of "
             f"{v['rows_without_host_bound']} within {100 * targets['transfer_median_abs_error']:.0f} % "
-            f"(median abs error)." + _repeatability(rows, targets["round_median_abs_error"]) + "\n")
+            f"(median abs error)." + _sign(rows) + _repeatability(rows, targets["round_median_abs_error"]) + "\n")
+
+
+def _sign(rows: list[dict[str, Any]]) -> str:
+    """Which way the model misses: a model that errs both ways has noise to narrow, one that errs one way a
+    cost it lacks or misprices."""
+    means = [r["mean_error"] for r in rows if r.get("mean_error") is not None]
+    if not means:
+        return ""
+    return (f" Emulate's mean round is longer than the model's in {sum(m > 0 for m in means)} of {len(means)} rows "
+            f"(mean errors {fmt_signed_pct(min(means))} to {fmt_signed_pct(max(means))}).")
 
 
 # Not ``model=True``: a validation is of the model it froze, and stays visible when the model moves on

@@ -174,3 +174,12 @@ def test_the_part_gaps_are_split_into_plain_and_secagg_rows() -> None:
     assert "clientapp_start +1.00 s" in text.split(";")[0] and "(sum +1.00 s)" in text.split(";")[0]
     assert "clientapp_start +3.00 s" in text.split(";")[1] and "supernode_poll +0.00 s" in text.split(";")[1]
     assert _part_gaps([{"row": "d-2"}]) == ""
+
+
+def test_the_verdict_says_which_way_the_model_misses() -> None:
+    from fedbw.report.validation_table import _sign
+
+    rows = [{"mean_error": 0.1}, {"mean_error": -0.02}, {"mean_error": 0.3}, {"mean_error": None}]
+    assert _sign(rows) == (" Emulate's mean round is longer than the model's in 2 of 3 rows (mean errors -2.0 % to "
+                           "+30.0 %).")
+    assert _sign([{"mean_error": None}]) == ""
