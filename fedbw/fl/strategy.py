@@ -86,6 +86,9 @@ class PlanFedAvg(FedAvg):
         self.client_of = client_of if client_of is not None else {n: c for c, n in node_of.items()}
         #: finds the new node of a sampled client that came back (clients.availability under emulate)
         self._come_back = come_back
+        #: the round in which each client's node was last found (0: at the start); under emulate a planned
+        #: dropout's node is stopped, so after its drop that node is stale even while Flower still lists it
+        self._found_in: dict[int, int] = dict.fromkeys(node_of, 0)
         self._evaluate_fn = evaluate_fn
         self.accountant: PrivacyAccountant | None = accountant_for(settings.config.privacy.dp, settings.plan.sampler)
         self.rounds: dict[int, RoundPrivacy] = {}
@@ -109,7 +112,7 @@ class PlanFedAvg(FedAvg):
                                   f"{self.accountant.next_round_epsilon():.4g}, given the rounds actually run)")
         self.seed_round(server_round, "configure")
         ids = plan.sampled_clients(server_round)
-        proxies = self._wait_for_nodes(client_manager, ids)
+        proxies = self._wait_for_nodes(client_manager, ids, server_round)
         chosen = []
         for cid in ids:
             proxy = proxies.get(str(self.node_of[cid]))
@@ -144,16 +147,18 @@ class PlanFedAvg(FedAvg):
             params = self._rescale_to_fixed_denominator(params, len(results))
         return params, metrics
 
-    def _wait_for_nodes(self, client_manager: ClientManager, ids: list[int]) -> dict[str, ClientProxy]:
+    def _wait_for_nodes(self, client_manager: ClientManager, ids: list[int], server_round: int = 1,
+                        ) -> dict[str, ClientProxy]:
         """The client manager's proxies once every client this round samples is registered (not every client
         of the federation: a client an earlier round dropped is not there until it comes back, under a new
         node id); RunError after NODE_WAIT_S."""
         end = time.monotonic() + NODE_WAIT_S
         while True:
             proxies = client_manager.all()
-            missing = [cid for cid in ids if str(self.node_of[cid]) not in proxies]
+            missing = [cid for cid in ids if str(self.node_of[cid]) not in proxies or self._stale(cid, server_round)]
             if missing and self._come_back is not None and (back := self._come_back(missing, self.node_of)):
                 self.client_of.update({node: cid for cid, node in back.items()})  # node_of: updated by come_back
+                self._found_in.update(dict.fromkeys(back, server_round))
                 continue  # look again under the new node ids
             if not missing:
                 return proxies
@@ -162,6 +167,14 @@ class PlanFedAvg(FedAvg):
                                f"within {NODE_WAIT_S:.0f} s ({client_manager.num_available()} of "
                                f"{self.settings.config.clients.total} clients registered)")
             time.sleep(0.2)
+
+    def _stale(self, cid: int, server_round: int) -> bool:
+        """Whether client ``cid``'s known node was stopped as it dropped out (emulate: a planned dropout in a
+        round since its node was found), so that a fresh node must be found for it."""
+        if self._come_back is None or self.settings.config.engine != "emulate":
+            return False  # the Simulation Engine keeps every node; without dropouts nothing goes stale
+        offline, found = self.settings.plan.offline or [], self._found_in.get(cid, 0)
+        return any(cid in offline[r - 1] for r in range(max(found, 1), min(server_round, len(offline) + 1)))
 
     def _planned_dropouts(self, server_round: int) -> int:
         """Failures the plan's dropouts of this round's training make (clients.availability, ``[faults] drops``
