@@ -249,3 +249,24 @@ def dilation_markdown(data: dict[str, Any]) -> str:
               f"{data['date']} on {data['machine']} (commit "
               f"{str(data.get('commit', '?'))[:10]}; the model's round from model {stamp.get('model_version', '?')}, "
               f"calibration {stamp.get('calibration', '?')}).\n")
+
+
+@result_table("fidelity.cpu-cap", "cpu-cap.json", ".venv/bin/python benchmarks/cpu_cap.py")
+def cpu_cap_markdown(data: dict[str, Any]) -> str:
+    """Does emulate's CPU cap of 1/K core deliver its share: each workload's wall time under the cap against K ×
+    its uncapped time."""
+    factors = sorted({r["factor"] for r in data["rows"]})
+    workloads = list(dict.fromkeys(r["workload"] for r in data["rows"]))
+    by = {(r["workload"], r["factor"]): r for r in data["rows"]}
+    head = ["workload"] + ["uncapped" if k == 1 else f"cap 1/{k}" for k in factors]
+    body = []
+    for w in workloads:
+        cells = [w]
+        for k in factors:
+            r = by.get((w, k))
+            cells.append("-" if r is None else fmt_s(r["wall_s"]) if k == 1
+                         else f"{fmt_s(r['wall_s'])} ({r['slowdown_per_share']:.2f}×)")
+        body.append(cells)
+    return (md_table(head, body) + f"\nWall time of the work in a fresh process (median of {data['repeats']}); under a "
+            f"cap, in brackets, that time ÷ (K × the uncapped time): 1.00× is a cap that delivers its share, more is "
+            f"a cap that delivers less. {data['date']}, {data['machine']}.\n")

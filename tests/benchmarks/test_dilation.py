@@ -45,3 +45,13 @@ def test_the_table_says_how_far_doubling_the_dilation_moved_the_round_and_each_p
     assert "| r-4 | 4 | 1 | 10.00 s (10.00 s) |" in text and "| r-4 | 8 | 1 | 9.00 s (9.00 s) |" in text
     assert "moved the steady round by -10.0 %" in text and "clientapp_start -0.50 s" in text
     assert "| q-4 | 8 | 0 | failed |" in text and "**q-4**" not in text  # no comparison without both sides
+
+
+def test_the_cpu_cap_table_sets_each_cap_against_its_share() -> None:
+    from fedbw.report.validation_table import cpu_cap_markdown
+
+    data = {"date": "d", "machine": "m", "repeats": 3, "rows": [
+        {"workload": "loop", "factor": 1, "wall_s": 1.0, "slowdown_per_share": 1.0},
+        {"workload": "loop", "factor": 4, "wall_s": 5.0, "slowdown_per_share": 1.25}]}
+    text = cpu_cap_markdown(data)
+    assert "| loop | 1.00 s | 5.00 s (1.25×) |" in text and "| workload | uncapped | cap 1/4 |" in text

@@ -1,0 +1,94 @@
+"""Does a CPU cap deliver its share? The same work run uncapped and under emulate's caps of 1/2 … 1/16 core.
+
+Why: emulate dilates time by K and caps each device at 1/K of a core (fedbw/processes/cpu_cap.py), so that
+a device's CPU work takes as long in emulated time as on its own core. That holds only if a cap of 1/K
+delivers 1/K of a core: then the work's wall time under the cap is K × its uncapped time. Emulate's rounds
+grew when the dilation doubled (benchmarks/dilation.py); if small caps deliver less than their share, the
+CPU-bound parts of a round (a ClientApp's start, the app's own work) grow with K, which would explain it.
+
+Two workloads, each in a fresh process placed in a capped cgroup before it starts its work: a pure-Python
+loop (one thread) and a ClientApp's start as Flower's SuperExec runs it (``import flwr, torch`` and
+fedbw's app module, several threads). Per cap: the work's wall time ÷ (its uncapped time × K) — 1.0 is a
+cap that delivers its share; more is slower. Needs a writable cgroup (root), as emulate's caps do.
+
+Usage: .venv/bin/python benchmarks/cpu_cap.py [--repeats N]
+Writes benchmarks/results/cpu-cap.json; docs/fidelity.md's table comes from it (`fedbw docs`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+RESULT = ROOT / "benchmarks" / "results" / "cpu-cap.json"
+#: the dilations whose caps are timed (1: uncapped, the reference)
+FACTORS = (1, 2, 4, 8, 16)
+#: what each workload runs once its process is in the group (it waits on stdin until placed)
+WORKLOADS = {
+    "python loop": "s = 0\nfor i in range(12_000_000):\n    s += i * i\n",
+    "ClientApp start": "import flwr.clientapp, torch\nimport fedbw.fl.client_app\n",
+}
+
+
+def _timed(code: str, group: Any) -> float:
+    """Wall seconds of ``code`` in a fresh interpreter placed in ``group`` (None: uncapped) before it runs."""
+    proc = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdin.readline()\n{code}"],
+                            stdin=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if group is not None:
+        group.add(proc.pid)
+    t0 = time.perf_counter()
+    assert proc.stdin is not None
+    proc.stdin.write(b"go\n")
+    proc.stdin.close()
+    if proc.wait() != 0:
+        raise SystemExit(f"the workload failed (exit {proc.returncode}):\n{code}")
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=3, help="runs per workload and cap (the median is kept)")
+    args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    from fedbw.processes.cpu_cap import CpuCaps, cgroup_root
+
+    root = cgroup_root()
+    if isinstance(root, str):
+        raise SystemExit(f"no CPU caps here: {root}")
+    out: dict[str, Any] = {"benchmark": "cpu-cap", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
+                                      f"Python {platform.python_version()}", "repeats": args.repeats, "rows": []}
+    with CpuCaps(root) as caps:
+        for name, code in WORKLOADS.items():
+            base = None
+            for k in FACTORS:
+                times = []
+                for i in range(args.repeats):
+                    group = None if k == 1 else caps.group(f"{name.replace(' ', '-')}-{k}-{i}", 1.0 / k)
+                    times.append(_timed(code, group))
+                wall = statistics.median(times)
+                base = wall if k == 1 else base
+                assert base is not None
+                out["rows"].append({"workload": name, "factor": k, "cap_cores": 1.0 / k, "wall_s": wall,
+                                    "times_s": times, "slowdown_per_share": wall / (base * k)})
+                print(f"{name:16s} cap 1/{k:<2d}: {wall:7.2f} s  ({wall / (base * k):.2f} × the share's)", flush=True)
+    RESULT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    from fedbw.report.validation_table import cpu_cap_markdown
+
+    print(cpu_cap_markdown(out))
+
+
+if __name__ == "__main__":
+    main()
