@@ -232,7 +232,7 @@ def plot_deadlines(data: Data, fig: Any) -> None:
     rounds_ax.set_xticks(range(1, len(names) + 1), names)
     rounds_ax.tick_params(axis="x", labelrotation=20, labelsize=7)
     rounds_ax.set_ylabel("round time (s)")
-    rounds_ax.set_title("rounds per policy, all seeds (a dropout's heartbeat wait: the tall ones)")
+    rounds_ax.set_title("rounds per policy, all seeds\n(the tall ones: a dropout's heartbeat wait)")
 
 
 def plt_colours() -> list[str]:

@@ -16,6 +16,7 @@ Registered as generated blocks in :mod:`fedbw.report.doc_tables`; pure functions
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
@@ -352,7 +353,8 @@ def deadlines_markdown(data: Data) -> str:
     pkgs = env.get("packages") or {}
     seeds = data.get("seeds") or [first.get("seed", 0)]
     return (md_table(head, body, right=set(range(1, len(head))))
-            + f"\nEach policy is one `{first['command']}` run per seed ({', '.join(map(str, seeds))}) with its `--set` "
+            + f"\nEach policy is one `{re.sub(r' --set seed=[0-9]+', '', first['command'])} --set seed=K` run per seed "
+            f"(K = {', '.join(map(str, seeds))}) with its own `--set` "
             f"(the engine's own clock: the simulate engine's measured messages on the model's clock, Flower's costs "
             f"included). A seed draws the clients' availability, the cohorts, the data partition and the model's "
             f"start. A round's percentiles are over every round of every seed; the time to {pct} sums a run's rounds "
