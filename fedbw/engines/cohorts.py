@@ -74,6 +74,34 @@ def with_availability(plan: Plan) -> Plan:
         duration = estimate_round(plan, r, clock=clock).round_time_s if cohort else 0.0
         # a round nobody could join: the server tries again a poll interval later
         t += duration if cohort else (plan.costs.serverapp_poll_s if plan.costs is not None else 1.0)
+    return _with_epsilons_of_the_cohorts(plan)
+
+
+def _with_epsilons_of_the_cohorts(plan: Plan) -> Plan:
+    """ε after each round for the cohorts the server will aggregate (the clients on line, less the dropouts),
+    and the rounds that fit ``privacy.dp.max_epsilon`` with them: build_plan's budget assumed full cohorts."""
+    from fedbw.privacy.accounting import BudgetStop, accountant_for
+    from fedbw.privacy.rounds import aggregated
+
+    dp = plan.config.privacy.dp
+    acc = accountant_for(dp, plan.sampler)
+    if acc is None:
+        return plan
+    epsilons = []
+    for r in range(1, plan.rounds + 1):
+        kept = aggregated(plan, r)
+        eps = acc.step(kept, cohort=len(kept))
+        if dp.max_epsilon is not None and eps > dp.max_epsilon:
+            if r == 1:
+                raise ConfigError(f"privacy.dp.max_epsilon = {dp.max_epsilon:g} is below one round's ε ({eps:.4g}) "
+                                  f"for the cohort on line in round 1")
+            plan.stop_reason = BudgetStop(rounds=r - 1, max_epsilon=dp.max_epsilon, next_epsilon=eps).message
+            plan.rounds = r - 1
+            for kept_lists in (plan.round_starts_s, plan.online, plan.offline):
+                del kept_lists[r - 1:]
+            break
+        epsilons.append(eps)
+    plan.epsilons = epsilons
     return plan
 
 

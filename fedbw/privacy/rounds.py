@@ -33,6 +33,8 @@ class _Plan(Protocol):
 
     def sampled_clients(self, round_index: int) -> list[int]: ...
 
+    def dropped(self, round_index: int) -> list[int]: ...
+
 
 def accounting_terms(dp: DpSettings, sampler: Sampler) -> tuple[str, str] | None:
     """(sampling, adjacency) the ε of this setup is accounted under; None without DP."""
@@ -60,6 +62,13 @@ def privacy_round(privacy: PrivacySettings, sampler: Sampler, cohort: int, secag
 
 
 def planned_privacy_round(plan: _Plan, round_index: int) -> PrivacyRound | None:
-    """What the plan predicts for round ``round_index``: every sampled client reports; SecAgg+'s counts are
-    not predicted (None: only a run measures them)."""
-    return privacy_round(plan.config.privacy, plan.sampler, len(plan.sampled_clients(round_index)))
+    """What the plan predicts for round ``round_index``: every sampled client reports but the plan's dropouts
+    (SecAgg+'s, and the clients that go off line mid-round); SecAgg+'s counts are not predicted (None: only a
+    run measures them)."""
+    return privacy_round(plan.config.privacy, plan.sampler, len(aggregated(plan, round_index)))
+
+
+def aggregated(plan: _Plan, round_index: int) -> list[int]:
+    """The clients whose updates the plan has the server aggregate in round ``round_index``."""
+    gone = set(plan.dropped(round_index))
+    return [c for c in plan.sampled_clients(round_index) if c not in gone]

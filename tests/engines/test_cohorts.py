@@ -197,3 +197,18 @@ def test_dp_with_availability_is_accounted_without_amplification_by_sampling(tmp
     assert all(e is not None for e in eps) and eps[1] > eps[0]
     assert eps[-1] > amplified.rounds[-1].epsilon  # no amplification claimed: a larger ε for the same noise
     assert result.rounds[0].privacy.sampling == "on-line" and result.rounds[0].privacy.adjacency == "replace-one"
+
+
+def test_dp_accounts_the_cohort_left_after_a_dropout_and_caps_the_rounds_with_it(tmp_path: Path) -> None:
+    """The server aggregates the clients that did not drop out: ε is accounted for that cohort (smaller, so
+    a larger ε for the same noise), and privacy.dp.max_epsilon stops the run by it."""
+    dp = {"enabled": True, "noise_multiplier": 1.0}
+    plan = planned(_cfg(tmp_path, MID_ROUND_LEAVER, privacy={"dp": dp}))
+    result = run_estimate(plan, "t")
+    assert [r.privacy.cohort for r in result.rounds] == [2, 2]  # client 1 dropped in round 1; round 2 has 2
+    full = planned(_cfg(tmp_path, "0,0,10000\n1,0,10000\n2,0,10000\n3,5000,10000\n", privacy={"dp": dp}))
+    assert plan.epsilons[0] > full.epsilons[0]
+    capped = planned(_cfg(tmp_path, MID_ROUND_LEAVER,
+                          privacy={"dp": {**dp, "max_epsilon": (plan.epsilons[0] + plan.epsilons[1]) / 2}}))
+    assert capped.rounds == 1 and capped.epsilons == plan.epsilons[:1] and "stopped after round 1" in capped.stop_reason
+    assert len(capped.offline) == len(capped.round_starts_s) == 1
