@@ -6,9 +6,9 @@ delivers 1/K of a core: then the work's wall time under the cap is K × its unca
 grew when the dilation doubled (benchmarks/dilation.py); if small caps deliver less than their share, the
 CPU-bound parts of a round (a ClientApp's start, the app's own work) grow with K, which would explain it.
 
-Two workloads, each in a fresh process placed in a capped cgroup before it starts its work: a pure-Python
-loop (one thread) and a ClientApp's start as Flower's SuperExec runs it (``import flwr, torch`` and
-fedbw's app module, several threads). Per cap: the work's wall time ÷ (its uncapped time × K) — 1.0 is a
+Three workloads, each in a fresh process placed in a capped cgroup before it starts its work: a pure-Python
+loop (one thread), a ClientApp's start as Flower's SuperExec runs it (``import flwr, torch`` and fedbw's
+app module, several threads), and the same start with torch's and OpenMP's pools at one thread. Per cap: the work's wall time ÷ (its uncapped time × K) — 1.0 is a
 cap that delivers its share; more is slower. Needs a writable cgroup (root), as emulate's caps do.
 
 Usage: .venv/bin/python benchmarks/cpu_cap.py [--repeats N]
@@ -38,13 +38,18 @@ FACTORS = (1, 2, 4, 8)
 WORKLOADS = {
     "python loop": "s = 0\nfor i in range(12_000_000):\n    s += i * i\n",
     "ClientApp start": "import flwr.clientapp, torch\nimport fedbw.fl.client_app\n",
+    # the same with torch's and OpenMP's thread pools at one thread: is it the threads that lose the quota?
+    "ClientApp start, 1 thread": "import flwr.clientapp, torch\nimport fedbw.fl.client_app\n",
 }
+#: the environment a workload runs with besides the host's
+WORKLOAD_ENV = {"ClientApp start, 1 thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                                              "OPENBLAS_NUM_THREADS": "1"}}
 
 
-def _timed(code: str, group: Any) -> float:
+def _timed(code: str, group: Any, env: dict[str, str] | None = None) -> float:
     """Wall seconds of ``code`` in a fresh interpreter placed in ``group`` (None: uncapped) before it runs."""
     proc = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdin.readline()\n{code}"],
-                            stdin=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            stdin=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
     if group is not None:
         group.add(proc.pid)
     t0 = time.perf_counter()
@@ -76,8 +81,9 @@ def main() -> None:
             for k in FACTORS:
                 times = []
                 for i in range(args.repeats):
-                    group = None if k == 1 else caps.group(f"{name.replace(' ', '-')}-{k}-{i}", 1.0 / k)
-                    times.append(_timed(code, group))
+                    label = "".join(ch if ch.isalnum() else "-" for ch in name)
+                    group = None if k == 1 else caps.group(f"{label}-{k}-{i}", 1.0 / k)
+                    times.append(_timed(code, group, WORKLOAD_ENV.get(name)))
                 wall = statistics.median(times)
                 base = wall if k == 1 else base
                 assert base is not None
