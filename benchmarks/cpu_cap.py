@@ -8,8 +8,9 @@ CPU-bound parts of a round (a ClientApp's start, the app's own work) grow with K
 
 Three workloads, each in a fresh process placed in a capped cgroup before it starts its work: a pure-Python
 loop (one thread), a ClientApp's start as Flower's SuperExec runs it (``import flwr, torch`` and fedbw's
-app module, several threads), and the same start with torch's and OpenMP's pools at one thread. Per cap: the work's wall time ÷ (its uncapped time × K) — 1.0 is a
-cap that delivers its share; more is slower. Needs a writable cgroup (root), as emulate's caps do.
+app module, several threads), and the same start with torch's and OpenMP's pools at one thread.
+Per cap: the work's wall time ÷ (its uncapped time × K) — 1.0 is a cap that delivers its share; more is
+slower. Needs a writable cgroup (root), as emulate's caps do.
 
 Usage: .venv/bin/python benchmarks/cpu_cap.py [--repeats N]
 Writes benchmarks/results/cpu-cap.json; docs/fidelity.md's table comes from it (`fedbw docs`).
@@ -35,11 +36,12 @@ RESULT = ROOT / "benchmarks" / "results" / "cpu-cap.json"
 #: the dilations whose caps are timed (1: uncapped, the reference)
 FACTORS = (1, 2, 4, 8)
 #: what each workload runs once its process is in the group (it waits on stdin until placed)
+CLIENTAPP_START = "import flwr.clientapp, torch\nimport fedbw.fl.client_app\n"
 WORKLOADS = {
     "python loop": "s = 0\nfor i in range(12_000_000):\n    s += i * i\n",
-    "ClientApp start": "import flwr.clientapp, torch\nimport fedbw.fl.client_app\n",
+    "ClientApp start": CLIENTAPP_START,
     # the same with torch's and OpenMP's thread pools at one thread: is it the threads that lose the quota?
-    "ClientApp start, 1 thread": "import flwr.clientapp, torch\nimport fedbw.fl.client_app\n",
+    "ClientApp start, 1 thread": CLIENTAPP_START,
 }
 #: the environment a workload runs with besides the host's
 WORKLOAD_ENV = {"ClientApp start, 1 thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

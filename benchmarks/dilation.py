@@ -40,14 +40,11 @@ FACTOR = 2.0
 
 
 def _validate() -> Any:
-    import importlib.util
+    """benchmarks/validate.py, whose rows, configs and run helpers this script uses."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import validate
 
-    spec = importlib.util.spec_from_file_location("fedbw_bench_validate", ROOT / "benchmarks" / "validate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return validate
 
 
 def order(trials: int) -> list[str]:

@@ -157,18 +157,6 @@ def test_deadlines_table_counts_what_each_policy_left_out_and_its_time_to_target
     assert lines["deadline-15s"][8] == "0.6 min (1 of 2 seeds)"  # a seed that never reached it is said so
 
 
-def test_deadlines_table_reads_a_result_of_one_run_per_policy() -> None:
-    """Results written before seeds were repeated (one run per policy) still render."""
-    from fedbw.report.experiment_tables import deadlines_markdown
-
-    one = [{"round": 1, "round_time_s": 30.0, "round_interval_s": [29, 31], "accuracy": 0.9, "num_clients": 6,
-            "replies": 6, "dropped_clients": 0, "late_clients": 0, "wasted_bytes_up": 0.0}]
-    data = {"target_accuracy": 0.85, "environment": {},
-            "policies": [{"policy": "wait-for-all", "command": "fedbw run x.toml", "rounds": one}]}
-    line = next(x for x in deadlines_markdown(data).splitlines() if x.startswith("| wait")).split(" | ")
-    assert line[1] == "1" and line[8] == "0.5 min"
-
-
 def test_datacenter_ratio_is_fl_comm_over_one_allreduce() -> None:
     profile = {"profile": "home-30", "bytes_up_per_client": 4000, "t_down_s": 1.0, "t_up_s": 3.0,
                "round_time_s": 5.0}

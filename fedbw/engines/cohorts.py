@@ -80,28 +80,21 @@ def with_availability(plan: Plan) -> Plan:
 def _with_epsilons_of_the_cohorts(plan: Plan) -> Plan:
     """ε after each round for the cohorts the server will aggregate (the clients on line, less the dropouts),
     and the rounds that fit ``privacy.dp.max_epsilon`` with them: build_plan's budget assumed full cohorts."""
-    from fedbw.privacy.accounting import BudgetStop, accountant_for
+    from fedbw.privacy.accounting import plan_budget
     from fedbw.privacy.rounds import aggregated
 
-    dp = plan.config.privacy.dp
-    acc = accountant_for(dp, plan.sampler)
-    if acc is None:
+    budget = plan_budget(plan.config.privacy.dp, plan.sampler, plan.rounds, lambda r: aggregated(plan, r))
+    if budget.epsilons is None:
         return plan
-    epsilons = []
-    for r in range(1, plan.rounds + 1):
-        kept = aggregated(plan, r)
-        eps = acc.step(kept, cohort=len(kept))
-        if dp.max_epsilon is not None and eps > dp.max_epsilon:
-            if r == 1:
-                raise ConfigError(f"privacy.dp.max_epsilon = {dp.max_epsilon:g} is below one round's ε ({eps:.4g}) "
-                                  f"for the cohort on line in round 1")
-            plan.stop_reason = BudgetStop(rounds=r - 1, max_epsilon=dp.max_epsilon, next_epsilon=eps).message
-            plan.rounds = r - 1
-            for kept_lists in (plan.round_starts_s, plan.online, plan.offline):
-                del kept_lists[r - 1:]
-            break
-        epsilons.append(eps)
-    plan.epsilons = epsilons
+    if budget.rounds == 0:
+        raise ConfigError(f"privacy.dp.max_epsilon = {plan.config.privacy.dp.max_epsilon:g} is below the ε of round 1 "
+                          f"for the cohort the server aggregates then (fewer clients on line than per_round, or a "
+                          f"dropout); raise max_epsilon or add noise")
+    if budget.rounds < plan.rounds:
+        plan.rounds, plan.stop_reason = budget.rounds, budget.stop_reason
+        for per_round in (plan.round_starts_s, plan.online, plan.offline):
+            del per_round[budget.rounds:]
+    plan.epsilons = budget.epsilons
     return plan
 
 

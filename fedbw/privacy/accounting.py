@@ -351,17 +351,22 @@ def accountant_for(dp: DpSettings, sampler: Sampler) -> PrivacyAccountant | None
 
 def epsilon_schedule(dp: DpSettings, sampler: Sampler, rounds: int,
                      sampled: Callable[[int], Iterable[int]] | None = None) -> list[float]:
-    """ε after each round 1..rounds as planned (every sampled client reports); [] if DP is off.
+    """ε after each round 1..rounds as planned; [] if DP is off.
 
-    Central-DP ε depends only on the round count. Local-DP ε depends on who took part: pass
-    ``sampled(r)`` (the plan's ``sampled_clients``, which is deterministic in the seed) to get the ε the
-    server will report; without it, the worst case (one client in every round). Either way this is known
-    before a run: the estimate engine fills RoundRecord.epsilon from it and the server caps its rounds.
+    Central-DP ε depends on the round count and on how many updates each round aggregates. Local-DP ε
+    depends on who took part. Pass ``sampled(r)``, the clients whose updates round r aggregates (the plan's,
+    deterministic in the seed), to get the ε the server will report; without it, every sampled client
+    reports (central) or one client releases in every round (local, the worst case). Either way this is
+    known before a run: the estimate engine fills RoundRecord.epsilon from it and the server caps its rounds.
     """
     acc = accountant_for(dp, sampler)
     if acc is None:
         return []
-    return [acc.step(None if sampled is None else list(sampled(r))) for r in range(1, rounds + 1)]
+    out = []
+    for r in range(1, rounds + 1):
+        who = None if sampled is None else list(sampled(r))
+        out.append(acc.step(who, cohort=None if who is None else len(who)))
+    return out
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,16 @@ class Supervisor:
         self._old_handlers: dict[int, Any] = {}
         self.known_groups: set[int] = set()  #: process groups seen below our children
         self._next_scan = 0.0
+        #: held while a child is registered and while stop_all begins: a child started from another thread
+        #: (emulate restarts a returning client's SuperNode from a log reader) is either stopped or refused
+        self._registry = threading.Lock()
+        self._stopping = False
 
     def start(self, name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path, *, wave: int = 1,
               **kwargs: Any) -> Child:
-        with _stop_signals_held():
+        with _stop_signals_held(), self._registry:
+            if self._stopping:
+                raise RunError(f"not starting {name}: the run is stopping")
             child = Child(name, argv, env, log_path, **kwargs)
             self.children.append(child)
             self._waves[child.pid] = wave
@@ -73,6 +79,8 @@ class Supervisor:
 
     def stop_all(self) -> None:
         """Stop every child, wave by wave, then whatever their descendants left in detached groups."""
+        with self._registry:
+            self._stopping = True
         for child in self.children:
             child.expected_exit = True
         self.track(every_s=0.0)

@@ -199,14 +199,12 @@ def plot_local_steps(data: Data, fig: Any) -> None:
 def plot_deadlines(data: Data, fig: Any) -> None:
     """Accuracy against the round clock per round policy, one thin line per seed (left); each policy's rounds,
     every seed's pooled (right)."""
-    from fedbw.report.experiment_tables import policy_runs
-
     by_time, rounds_ax = fig.subplots(1, 2)
     target = data.get("target_accuracy")
     names, pooled = [], []
     colours = iter(plt_colours())
     for p in data["policies"]:
-        done = [r for r in policy_runs(p) if r["rounds"]]  # a failed run has no rounds to draw
+        done = [r for r in p["runs"] if r["rounds"]]  # a failed run has no rounds to draw
         if not done:
             continue
         colour = next(colours)

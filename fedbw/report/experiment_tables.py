@@ -295,11 +295,6 @@ def time_to_target_interval(rounds: list[Data], target: float) -> tuple[float, f
     return None
 
 
-def policy_runs(policy: Data) -> list[Data]:
-    """A policy's runs, one per seed (a result written before seeds were repeated is its one run)."""
-    return policy["runs"] if "runs" in policy else [policy]
-
-
 def _range_min(values: list[float]) -> str:
     """A median over seeds and their range, in minutes."""
     mid = statistics.median(values)
@@ -324,7 +319,7 @@ def deadlines_markdown(data: Data) -> str:
             "with each round's 80 % bounds", "final accuracy (median)"]
     body = []
     for p in data["policies"]:
-        runs = policy_runs(p)
+        runs = p["runs"]
         done = [r for r in runs if r["rounds"]]
         if not done:  # every run failed: the row says so
             error = next((r.get("error") for r in runs if r.get("error")), "no rounds")
@@ -348,10 +343,10 @@ def deadlines_markdown(data: Data) -> str:
             _seeds_reached([t for _, t in reached], _range_min),
             "-" if not known else f"{min(b[0] for b in known) / 60:.1f}–{max(b[1] for b in known) / 60:.1f} min",
             "-" if not finals else _acc(statistics.median(finals))])
-    first = policy_runs(data["policies"][0])[0]
+    first = data["policies"][0]["runs"][0]
     env = data.get("environment") or {}
     pkgs = env.get("packages") or {}
-    seeds = data.get("seeds") or [first.get("seed", 0)]
+    seeds = data["seeds"]
     return (md_table(head, body, right=set(range(1, len(head))))
             + f"\nEach policy is one `{re.sub(r' --set seed=[0-9]+', '', first['command'])} --set seed=K` run per seed "
             f"(K = {', '.join(map(str, seeds))}) with its own `--set` "

@@ -212,3 +212,6 @@ def test_dp_accounts_the_cohort_left_after_a_dropout_and_caps_the_rounds_with_it
                           privacy={"dp": {**dp, "max_epsilon": (plan.epsilons[0] + plan.epsilons[1]) / 2}}))
     assert capped.rounds == 1 and capped.epsilons == plan.epsilons[:1] and "stopped after round 1" in capped.stop_reason
     assert len(capped.offline) == len(capped.round_starts_s) == 1
+    with pytest.raises(ConfigError, match="below the ε of round 1 for the cohort the server aggregates"):
+        planned(_cfg(tmp_path, MID_ROUND_LEAVER,
+                     privacy={"dp": {**dp, "max_epsilon": (plan.epsilons[0] + full.epsilons[0]) / 2}}))

@@ -123,3 +123,12 @@ def test_ctrl_c_while_a_child_starts_still_stops_that_child(tmp_path: Path, monk
             pytest.fail("the interrupt was lost")
     assert started and not _pid_alive(started[0])
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_supervisor_that_is_stopping_starts_nothing(tmp_path: Path) -> None:
+    """A child started from another thread (emulate's returning SuperNode) as the run stops is refused, never left."""
+    with Supervisor() as sup:
+        pass
+    with pytest.raises(RunError, match="the run is stopping"):
+        sup.start("late", [PY, "-c", "import time; time.sleep(60)"], os.environ, tmp_path / "late.log")
+    assert sup.children == []
