@@ -52,14 +52,20 @@ def _timed(code: str, group: Any, env: dict[str, str] | None = None) -> float:
     """Wall seconds of ``code`` in a fresh interpreter placed in ``group`` (None: uncapped) before it runs."""
     proc = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdin.readline()\n{code}"],
                             stdin=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
-    if group is not None:
-        group.add(proc.pid)
-    t0 = time.perf_counter()
-    assert proc.stdin is not None
-    proc.stdin.write(b"go\n")
-    proc.stdin.close()
-    if proc.wait() != 0:
-        raise SystemExit(f"the workload failed (exit {proc.returncode}):\n{code}")
+    try:
+        if group is not None:
+            group.add(proc.pid)
+        t0 = time.perf_counter()
+        assert proc.stdin is not None
+        proc.stdin.write(b"go\n")
+        proc.stdin.close()
+        status = proc.wait()
+    except BaseException:  # Ctrl-C included: the workload never outlives the benchmark
+        proc.kill()
+        proc.wait()
+        raise
+    if status != 0:
+        raise SystemExit(f"the workload failed (exit {status}):\n{code}")
     return time.perf_counter() - t0
 
 
