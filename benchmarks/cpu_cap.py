@@ -9,8 +9,11 @@ CPU-bound parts of a round (a ClientApp's start, the app's own work) grow with K
 Three workloads, each in a fresh process placed in a capped cgroup before it starts its work: a pure-Python
 loop (one thread), a ClientApp's start as Flower's SuperExec runs it (``import flwr, torch`` and fedbw's
 app module, several threads), and the same start with torch's and OpenMP's pools at one thread.
-Per cap: the work's wall time ÷ (its uncapped time × K) — 1.0 is a cap that delivers its share; more is
-slower. Needs a writable cgroup (root), as emulate's caps do.
+Per cap: the work's wall time ÷ (its uncapped time × K), and what the cap delivered: the work's CPU time ÷
+(its wall time × the cap) — 1.0 is a cap that gives its share of a core, all of it. The two differ where the
+uncapped work runs on more than one core at once: then its CPU time exceeds its uncapped wall time, and a cap
+of one core's share (a one-core device) cannot give it that parallelism; the CPU time ÷ the uncapped wall
+time says how much. Needs a writable cgroup (root), as emulate's caps do.
 
 Usage: .venv/bin/python benchmarks/cpu_cap.py [--repeats N]
 Writes benchmarks/results/cpu-cap.json; docs/fidelity.md's table comes from it (`fedbw docs`).
@@ -48,8 +51,9 @@ WORKLOAD_ENV = {"ClientApp start, 1 thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_T
                                               "OPENBLAS_NUM_THREADS": "1"}}
 
 
-def _timed(code: str, group: Any, env: dict[str, str] | None = None) -> float:
-    """Wall seconds of ``code`` in a fresh interpreter placed in ``group`` (None: uncapped) before it runs."""
+def _timed(code: str, group: Any, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, the kernel's count for the process) of ``code`` in a fresh
+    interpreter placed in ``group`` (None: uncapped) before it runs."""
     proc = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdin.readline()\n{code}"],
                             stdin=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
     try:
@@ -59,14 +63,16 @@ def _timed(code: str, group: Any, env: dict[str, str] | None = None) -> float:
         assert proc.stdin is not None
         proc.stdin.write(b"go\n")
         proc.stdin.close()
-        status = proc.wait()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
     except BaseException:  # Ctrl-C included: the workload never outlives the benchmark
         proc.kill()
         proc.wait()
         raise
-    if status != 0:
-        raise SystemExit(f"the workload failed (exit {status}):\n{code}")
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"the workload failed (exit {proc.returncode}):\n{code}")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -87,17 +93,24 @@ def main() -> None:
         for name, code in WORKLOADS.items():
             base = None
             for k in FACTORS:
-                times = []
+                times, cpus = [], []
                 for i in range(args.repeats):
                     label = "".join(ch if ch.isalnum() else "-" for ch in name)
                     group = None if k == 1 else caps.group(f"{label}-{k}-{i}", 1.0 / k)
-                    times.append(_timed(code, group, WORKLOAD_ENV.get(name)))
+                    wall_s, cpu_s = _timed(code, group, WORKLOAD_ENV.get(name))
+                    times.append(wall_s)
+                    cpus.append(cpu_s)
                 wall = statistics.median(times)
                 base = wall if k == 1 else base
                 assert base is not None
+                # per run: CPU seconds the work got ÷ the seconds its cap allowed it over its wall time
+                delivered = statistics.median(c / (t / k) for c, t in zip(cpus, times))
                 out["rows"].append({"workload": name, "factor": k, "cap_cores": 1.0 / k, "wall_s": wall,
-                                    "times_s": times, "slowdown_per_share": wall / (base * k)})
-                print(f"{name:16s} cap 1/{k:<2d}: {wall:7.2f} s  ({wall / (base * k):.2f} × the share's)", flush=True)
+                                    "times_s": times, "cpu_times_s": cpus, "cpu_s": statistics.median(cpus),
+                                    "slowdown_per_share": wall / (base * k), "delivered_share": delivered,
+                                    "cpu_per_uncapped_wall": statistics.median(cpus) / base})
+                print(f"{name:16s} cap 1/{k:<2d}: {wall:7.2f} s  ({wall / (base * k):.2f} × the share's; "
+                      f"the cap gave {delivered:.3f} of its share; CPU {statistics.median(cpus):.2f} s)", flush=True)
     RESULT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     from fedbw.report.validation_table import cpu_cap_markdown
 

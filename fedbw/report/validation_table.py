@@ -254,19 +254,26 @@ def dilation_markdown(data: dict[str, Any]) -> str:
 @result_table("fidelity.cpu-cap", "cpu-cap.json", ".venv/bin/python benchmarks/cpu_cap.py")
 def cpu_cap_markdown(data: dict[str, Any]) -> str:
     """Does emulate's CPU cap of 1/K core deliver its share: each workload's wall time under the cap against K ×
-    its uncapped time."""
+    its uncapped time, and the CPU time the cap gave it against what the cap allows over that wall time."""
     factors = sorted({r["factor"] for r in data["rows"]})
     workloads = list(dict.fromkeys(r["workload"] for r in data["rows"]))
     by = {(r["workload"], r["factor"]): r for r in data["rows"]}
-    head = ["workload"] + ["uncapped" if k == 1 else f"cap 1/{k}" for k in factors]
+    head = ["workload"] + ["uncapped: wall (CPU)" if k == 1 else f"cap 1/{k}: wall (÷ K × uncapped; cap gave)"
+                           for k in factors]
     body = []
     for w in workloads:
         cells = [w]
         for k in factors:
             r = by.get((w, k))
-            cells.append("-" if r is None else fmt_s(r["wall_s"]) if k == 1
-                         else f"{fmt_s(r['wall_s'])} ({r['slowdown_per_share']:.2f}×)")
+            if r is None:
+                cells.append("-")
+            elif k == 1:
+                cells.append(f"{fmt_s(r['wall_s'])} ({fmt_s(r['cpu_s'])})")
+            else:
+                cells.append(f"{fmt_s(r['wall_s'])} ({r['slowdown_per_share']:.2f}×; {r['delivered_share']:.2f})")
         body.append(cells)
-    return (md_table(head, body) + f"\nWall time of the work in a fresh process (median of {data['repeats']}); under a "
-            f"cap, in brackets, that time ÷ (K × the uncapped time): 1.00× is a cap that delivers its share, more is "
-            f"a cap that delivers less. {data['date']}, {data['machine']}.\n")
+    return (md_table(head, body) + f"\nMedians of {data['repeats']} runs of the work in a fresh process. Uncapped: its "
+            f"wall time and, in brackets, its CPU time (user + system). Under a cap of 1/K core: its wall time, then "
+            f"that time ÷ (K × the uncapped wall time) (1.00×: as slow as its share predicts from the uncapped run), "
+            f"then what the cap gave: the work's CPU time ÷ (its wall time ÷ K) (1.00: the whole share of a core). "
+            f"{data['date']}, {data['machine']}.\n")

@@ -47,11 +47,23 @@ def test_the_table_says_how_far_doubling_the_dilation_moved_the_round_and_each_p
     assert "| q-4 | 8 | 0 | failed |" in text and "**q-4**" not in text  # no comparison without both sides
 
 
-def test_the_cpu_cap_table_sets_each_cap_against_its_share() -> None:
+def test_the_cpu_cap_table_sets_each_cap_against_its_share_and_says_what_the_cap_gave() -> None:
     from fedbw.report.validation_table import cpu_cap_markdown
 
     data = {"date": "d", "machine": "m", "repeats": 3, "rows": [
-        {"workload": "loop", "factor": 1, "wall_s": 1.0, "slowdown_per_share": 1.0},
-        {"workload": "loop", "factor": 4, "wall_s": 5.0, "slowdown_per_share": 1.25}]}
+        {"workload": "loop", "factor": 1, "wall_s": 1.0, "cpu_s": 1.2, "slowdown_per_share": 1.0},
+        {"workload": "loop", "factor": 4, "wall_s": 5.0, "cpu_s": 1.2, "slowdown_per_share": 1.25,
+         "delivered_share": 0.96}]}
     text = cpu_cap_markdown(data)
-    assert "| loop | 1.00 s | 5.00 s (1.25×) |" in text and "| workload | uncapped | cap 1/4 |" in text
+    assert "| loop | 1.00 s (1.20 s) | 5.00 s (1.25×; 0.96) |" in text
+    assert "| workload | uncapped: wall (CPU) | cap 1/4: wall (÷ K × uncapped; cap gave) |" in text
+
+
+def test_the_cpu_cap_benchmark_counts_the_workloads_cpu_time() -> None:
+    """The cap's delivered share is the work's CPU time over what the cap allowed: _timed must return the
+    child's own CPU time (a busy loop's is near its wall time; a sleep's near zero)."""
+    cpu_cap = load_benchmark("cpu_cap")
+    wall, cpu = cpu_cap._timed("s = 0\nfor i in range(3_000_000):\n    s += i\n", None)
+    assert 0.5 * wall < cpu <= wall * 1.5
+    wall, cpu = cpu_cap._timed("import time\ntime.sleep(0.5)\n", None)
+    assert wall >= 0.5 and cpu < 0.3
