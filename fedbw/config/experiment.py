@@ -77,8 +77,10 @@ class ExperimentConfig(Section):
         """The sampler ``clients.sampling`` names: it draws each round's cohort and tells the accountant how
         to account for it (the plan builds it once; fedbw.privacy.sampling)."""
         c = self.clients
-        return make_sampler(c.sampling, c.total, self.round.cohort(c.per_round, c.total), self.seed,
-                            self.privacy.randomness, on_line_only=c.availability is not None)
+        r = self.round
+        return make_sampler(c.sampling, c.total, r.cohort(c.per_round, c.total), self.seed, self.privacy.randomness,
+                            on_line_only=c.availability is not None,
+                            first_replies=(c.per_round, r.min_replies) if r.closes_early else None)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ExperimentConfig":
@@ -131,8 +133,8 @@ class ExperimentConfig(Section):
             raise ValueError("clients.availability decides who drops; leave [faults] drops out")
 
     def _check_round(self) -> None:
-        """``[round]``: what runs so far (issue 32 continues: SecAgg+'s dropout path, ε of the cohort that
-        counted)."""
+        """``[round]``: what runs so far (issue 32 continues: SecAgg+'s dropout path for a late client). With DP,
+        ε is accounted for the cohort each round aggregated (fedbw.privacy.sampling.FirstRepliesSampler)."""
         r, c = self.round, self.clients
         if r.min_replies > c.per_round:
             raise ValueError(f"round.min_replies ({r.min_replies}) cannot exceed clients.per_round ({c.per_round})")
@@ -141,9 +143,6 @@ class ExperimentConfig(Section):
         if self.privacy.secagg.enabled:
             raise ValueError("round.deadline_s and round.over_select with SecAgg+ are not modelled yet (a late "
                              "client is a SecAgg+ dropout: its unmask path); turn one of them off")
-        if self.privacy.dp.enabled:
-            raise ValueError("round.deadline_s and round.over_select with DP are not accounted yet (ε of the "
-                             "cohort that counted); turn one of them off")
         if r.over_select > 1.0 and self.sampler().cohort_varies:
             raise ValueError(f"round.over_select needs a fixed-size cohort; clients.sampling = {c.sampling!r} draws "
                              f"a cohort that varies from round to round")

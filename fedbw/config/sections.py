@@ -122,7 +122,9 @@ class RoundConfig(Section):
                                                                 "the stage once clients.per_round replies are in "
                                                                 "(1.3: FedScale's default over-commitment)")
     min_replies: int = Field(1, ge=1, description="a round with fewer replies by its close is abandoned: the "
-                                                  "server keeps the previous model (≤ clients.per_round)")
+                                                  "server keeps the previous model (≤ clients.per_round); with DP "
+                                                  "and a deadline or over-selection, privacy.dp.max_epsilon "
+                                                  "budgets each round at this many replies")
 
     @property
     def closes_early(self) -> bool:

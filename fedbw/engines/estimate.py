@@ -15,7 +15,8 @@ from fedbw.links import profile_link
 from fedbw.netmodel import ClientLink, DeploymentClock, best_allreduce, round_timeline
 from fedbw.netmodel.timeline import RoundTimeline
 from fedbw.plan import Plan, collection_paused
-from fedbw.privacy.rounds import planned_privacy_round
+from fedbw.privacy.accounting import accountant_for
+from fedbw.privacy.rounds import account_round, privacy_round, released_cohort
 from fedbw.results.records import RecordWriter
 from fedbw.results.estimates import FabricEstimate, ProfileEstimate
 
@@ -58,14 +59,20 @@ def steady_timeline(plan: Plan, client_ids: list[int] | None = None,
 def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
                  progress: Progress = NoProgress) -> RunResult:
     result = RunResult(run_dir=writer.path.parent if writer else None, plan=plan)
-    # ε per round and the privacy budget's stop come with the plan, as the server reads them
+    # the privacy budget's stop comes with the plan, as the server reads it; ε is accounted round by round
+    # for the updates that came in time, by the server's rule
     result.stopped_early = plan.stop_reason
     clock = plan.deployment_clock()
+    accountant = accountant_for(plan.config.privacy.dp, plan.sampler)
     for r in range(1, plan.rounds + 1):
         with collection_paused():  # a round's rows and records: many small objects, no cycles
             timeline = estimate_round(plan, r, clock=clock)
-            clients, rnd = records_from_timeline(plan, run_id, "estimate", r, timeline,
-                                                 epsilon=plan.epsilon_after(r), privacy=planned_privacy_round(plan, r))
+            gone = timeline.late_ids.union(plan.dropped(r))
+            counted = [cid for cid in plan.sampled_clients(r) if cid not in gone]
+            clients, rnd = records_from_timeline(
+                plan, run_id, "estimate", r, timeline,
+                epsilon=None if accountant is None else account_round(accountant, plan, r, counted),
+                privacy=privacy_round(plan.config.privacy, plan.sampler, released_cohort(plan, counted)))
             if dropped := plan.secagg_dropped(r):  # who dropped, and the chance Flower completes such a round
                 rnd.extra["secagg_dropped"] = dropped
                 rnd.extra["secagg_completes"] = secagg_completes(plan, r)

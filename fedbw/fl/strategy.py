@@ -39,7 +39,7 @@ from fedbw.fl.events import EVAL, ROUND_END, ROUND_END_PRIVACY, ROUND_START, Eve
 from fedbw.fl.settings import AppSettings
 from fedbw.privacy.accounting import PrivacyAccountant, accountant_for
 from fedbw.privacy.randomness import seed_numpy_global
-from fedbw.privacy.rounds import privacy_round
+from fedbw.privacy.rounds import account_round, privacy_round, released_cohort
 
 #: How long to wait for the SuperNodes a round samples to register.
 NODE_WAIT_S = 600.0
@@ -138,10 +138,10 @@ class PlanFedAvg(FedAvg):
         # Replies arrive in any order; a float sum depends on its order: sum in client order, reproducibly.
         results = sorted(results, key=lambda r: self.client_of.get(int(r[0].node_id), -1))
         info = self.rounds.setdefault(server_round, RoundPrivacy())
-        info.cohort = len(results)
-        if len(results) < self.settings.config.round.min_replies:  # abandoned: the previous model stays
-            return None, {}
         info.participants = [self.client_of.get(int(p.node_id), -1) for p, _ in results]
+        info.cohort = released_cohort(self.settings.plan, info.participants)
+        if info.cohort == 0:  # abandoned (fewer than round.min_replies): the previous model stays
+            return None, {}
         params, metrics = super().aggregate_fit(server_round, results, failures)
         if params is not None and self._fixed_denominator():
             params = self._rescale_to_fixed_denominator(params, len(results))
@@ -216,12 +216,7 @@ class PlanFedAvg(FedAvg):
         info = self.rounds.get(server_round, RoundPrivacy())
         epsilon = None
         if self.accountant is not None:
-            if cfg.privacy.dp.mode == "local":
-                epsilon = self.accountant.step(participants=info.participants)
-            elif self.settings.plan.sampler.cohort_varies:
-                epsilon = self.accountant.step()  # every round of a variable cohort is one release (noise if empty)
-            else:
-                epsilon = self.accountant.step(cohort=info.cohort)
+            epsilon = account_round(self.accountant, self.settings.plan, server_round, info.participants)
         record = privacy_round(cfg.privacy, self.settings.plan.sampler, info.cohort, info.secagg_clipped,
                                info.secagg_wrapped)
         return epsilon, None if record is None else asdict(record)

@@ -49,4 +49,4 @@ class VirtualClose:
         """The clients of ``messages`` (the round's "message" events, as logged) whose reply came too late."""
         timeline = measured_timeline(self.plan, RoundEvents(round_index, list(clients), list(messages)),
                                      clock=self.clock)
-        return {t.client_id for t in timeline.timings if t.late > 0.5}
+        return timeline.late_ids

@@ -82,6 +82,3 @@ class LinkRate:
         t, r = self.steps[i]
         trace_t = loops * self.period_s + t + (within - self._carried[i]) / r
         return max(0.0, trace_t - self.offset_s - t_s)
-
-    def mean_bytes_per_s(self) -> float:
-        return self._carried[-1] / self.period_s

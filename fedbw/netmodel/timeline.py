@@ -167,9 +167,14 @@ class RoundTimeline:
         return sum(self.deadline_wait_s.values())
 
     @property
+    def late_ids(self) -> set[int]:
+        """Clients whose reply missed the close of a stage (late in most of the clock's lanes)."""
+        return {t.client_id for t in self.timings if t.late > 0.5}
+
+    @property
     def late_clients(self) -> int:
         """Clients whose reply missed the close of a stage (counted once each)."""
-        return len({t.client_id for t in self.timings if t.late > 0.5})
+        return len(self.late_ids)
 
     @property
     def wasted_bytes_up(self) -> float:

@@ -49,10 +49,6 @@ class ClientLink:
     up_rate: LinkRate | None = None
     down_rate: LinkRate | None = None
 
-    @property
-    def traced(self) -> bool:
-        return self.up_rate is not None or self.down_rate is not None
-
     def rate(self, direction: str) -> LinkRate | None:
         return self.up_rate if direction == "up" else self.down_rate
 

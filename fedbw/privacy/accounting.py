@@ -345,7 +345,7 @@ def accountant_for(dp: DpSettings, sampler: Sampler) -> PrivacyAccountant | None
     if acc.next_round_exceeds():
         raise ConfigError(f"privacy.dp.max_epsilon ({dp.max_epsilon}) is below the ε of a single round "
                           f"({acc.next_round_epsilon():.4g}); raise max_epsilon, or add noise "
-                          f"(noise_multiplier / local_epsilon)")
+                          f"(noise_multiplier / local_epsilon){'' if dp.mode == 'local' else sampler.budget_hint}")
     return acc
 
 
@@ -353,7 +353,8 @@ def epsilon_schedule(dp: DpSettings, sampler: Sampler, rounds: int,
                      sampled: Callable[[int], Iterable[int]] | None = None) -> list[float]:
     """ε after each round 1..rounds as planned; [] if DP is off.
 
-    Central-DP ε depends on the round count and on how many updates each round aggregates. Local-DP ε
+    Central-DP ε depends on the round count and on how many updates each round aggregates (a round that
+    closes early: the fewest it can aggregate, :meth:`~fedbw.privacy.sampling.Sampler.budget_cohort`). Local-DP ε
     depends on who took part. Pass ``sampled(r)``, the clients whose updates round r aggregates (the plan's,
     deterministic in the seed), to get the ε the server will report; without it, every sampled client
     reports (central) or one client releases in every round (local, the worst case). Either way this is
@@ -365,7 +366,7 @@ def epsilon_schedule(dp: DpSettings, sampler: Sampler, rounds: int,
     out = []
     for r in range(1, rounds + 1):
         who = None if sampled is None else list(sampled(r))
-        out.append(acc.step(who, cohort=None if who is None else len(who)))
+        out.append(acc.step(who, cohort=None if who is None else sampler.budget_cohort(len(who))))
     return out
 
 

@@ -2,8 +2,8 @@
 
 An ε means nothing without its sampling, its adjacency and its δ: a replace-one ε from a fixed-size
 sample, an add/remove ε from Poisson sampling and a local per-client ε are different promises. Every
-RoundRecord of a DP or SecAgg+ run carries one of these; the estimate engine fills it from the plan
-(:func:`fedbw.privacy.rounds.planned_privacy_round`), simulate and emulate from the ServerApp's
+RoundRecord of a DP or SecAgg+ run carries one of these; the estimate engine fills it from the cohort its
+model has the server aggregate (:func:`fedbw.privacy.rounds.privacy_round`), simulate and emulate from the ServerApp's
 ``round_end`` event (:func:`fedbw.results.privacy_record.privacy_round_from_event`), where the cohort and
 SecAgg+'s counts are measured. Its home is here, beside the accounting that fills it; the records
 (:mod:`fedbw.results.records`) carry it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fedbw.privacy.accounting import LOCAL_ADJACENCY, DpSettings, local_noise_multiplier
+from fedbw.privacy.accounting import LOCAL_ADJACENCY, DpSettings, PrivacyAccountant, local_noise_multiplier
 from fedbw.privacy.record import PrivacyRound
 from fedbw.privacy.sampling import Sampler
 
@@ -72,3 +72,28 @@ def aggregated(plan: _Plan, round_index: int) -> list[int]:
     """The clients whose updates the plan has the server aggregate in round ``round_index``."""
     gone = set(plan.dropped(round_index))
     return [c for c in plan.sampled_clients(round_index) if c not in gone]
+
+
+def released_cohort(plan: _Plan, counted: list[int]) -> int:
+    """Updates a round aggregates when ``counted`` came in time: none when they are fewer than
+    ``round.min_replies`` (the round is abandoned: the server keeps its model, and Flower's DP wrapper adds no
+    noise to a model it does not release)."""
+    return len(counted) if len(counted) >= plan.config.round.min_replies else 0
+
+
+def account_round(accountant: PrivacyAccountant, plan: _Plan, round_index: int, counted: list[int]) -> float:
+    """ε after round ``round_index``, whose server received the updates of ``counted`` in time: the one rule
+    by which the server (simulate, emulate) and estimate account a round.
+
+    Central DP releases the aggregate, so its cohort is what the round aggregated of ``counted``, whatever
+    closed the round (:func:`released_cohort`; a variable cohort is one release whatever its size). Local DP
+    releases each update as it is sent: every client that sent one, a late client's included (its update
+    reached the server, unused), so the plan's cohort less its dropouts when a round closes early.
+    """
+    cfg = plan.config
+    if cfg.privacy.dp.mode == "local":
+        released = aggregated(plan, round_index) if cfg.round.closes_early else counted
+        return accountant.step(participants=released)
+    if plan.sampler.cohort_varies:
+        return accountant.step()  # every round of a variable cohort is one release (noise if empty)
+    return accountant.step(cohort=released_cohort(plan, counted))

@@ -12,6 +12,10 @@ rules for variable cohorts all ask the same object, never the name:
   replace-one adjacency; its release's sensitivity grows as clients drop out of the cohort.
 * :class:`OnLineSampler` — a fixed-size cohort drawn from the clients on line (``clients.availability``):
   not a uniform sample, so accounted without amplification (each round's Gaussian release, replace-one).
+* :class:`FirstRepliesSampler` — a fixed-size cohort whose round closes early (``round.deadline_s``,
+  ``round.over_select``): the server aggregates the replies that came first, which depends on the clients'
+  links, so no amplification either; and a plan cannot know how many come in time, so its budget assumes
+  the fewest a round can aggregate (``round.min_replies``).
 * :class:`PoissonSampler` — each client independently with probability q = per_round / total; a round's
   cohort has any size 0..total (mean per_round). Accounted as ``PoissonSampledDpEvent`` under
   add/remove; the server divides by ``per_round`` whoever reports (a fixed denominator), and releases
@@ -51,6 +55,8 @@ class Sampler:
     #: a round's cohort has a random size (0 included): SecAgg+ cannot run on it, central DP divides by
     #: ``per_round`` whoever reports and releases noise even from an empty round
     cohort_varies: ClassVar[bool]
+    #: what a budget error adds about how this sampler's rounds are budgeted
+    budget_hint: ClassVar[str] = ""
 
     @property
     def rate(self) -> float:
@@ -74,6 +80,11 @@ class Sampler:
         """Whether a round that aggregated ``cohort`` updates is accounted as planned."""
         raise NotImplementedError
 
+    def budget_cohort(self, aggregated: int) -> int:
+        """The cohort a plan's budget accounts a round at whose plan has ``aggregated`` updates reach the
+        server: those, unless the round's close decides how many count."""
+        return aggregated
+
 
 @dataclass(frozen=True)
 class FixedSizeSampler(Sampler):
@@ -86,22 +97,45 @@ class FixedSizeSampler(Sampler):
         rng = python_rng(self.randomness, self.seed, "sample", round_index)
         return sorted(rng.sample(range(self.population), self.per_round))
 
+    @property
+    def noise_denominator(self) -> int:
+        """Flower's ``num_sampled_clients``: its noise is z·C / this."""
+        return self.per_round
+
+    @property
+    def planned_cohort(self) -> int:
+        """The updates a round is accounted with where no cohort is given (the plan's, or its budget's)."""
+        return self.per_round
+
     def noise_multiplier(self, z: float, cohort: int | None = None) -> float:
         # replacing one client moves the mean of n updates by up to 2C / n; Flower's noise is z·C / per_round
-        n = self.per_round if cohort is None else cohort
-        return z * n / (2 * self.per_round)
+        n = self.planned_cohort if cohort is None else cohort
+        return z * n / (2 * self.noise_denominator)
 
     def dp_event(self, gaussian: dp_event.GaussianDpEvent, cohort: int | None = None) -> dp_event.DpEvent:
         if cohort == 0:
             return dp_event.NoOpDpEvent()  # nothing was released
+        return self._release(gaussian)
+
+    def _release(self, gaussian: dp_event.GaussianDpEvent) -> dp_event.DpEvent:
+        """The event of a round that released ``gaussian``: amplified by this uniform sample."""
         return dp_event.SampledWithoutReplacementDpEvent(self.population, self.per_round, gaussian)
 
     def as_planned(self, cohort: int) -> bool:
-        return cohort == self.per_round
+        return cohort == self.planned_cohort
 
 
 @dataclass(frozen=True)
-class OnLineSampler(FixedSizeSampler):
+class _Unamplified(FixedSizeSampler):
+    """A fixed-size cohort that is not a uniform sample of the population: each round is accounted as the
+    Gaussian release it is, for whoever was in it, under replace-one adjacency (no amplification claimed)."""
+
+    def _release(self, gaussian: dp_event.GaussianDpEvent) -> dp_event.DpEvent:
+        return gaussian
+
+
+@dataclass(frozen=True)
+class OnLineSampler(_Unamplified):
     """``per_round`` clients drawn from those on line at the round's start (``clients.availability``).
 
     Who is on line decides who can be drawn, so the cohort is not a uniform sample of the population and no
@@ -112,10 +146,38 @@ class OnLineSampler(FixedSizeSampler):
 
     kind: ClassVar[str] = "on-line"
 
-    def dp_event(self, gaussian: dp_event.GaussianDpEvent, cohort: int | None = None) -> dp_event.DpEvent:
-        if cohort == 0:
-            return dp_event.NoOpDpEvent()  # nothing was released
-        return gaussian
+
+@dataclass(frozen=True)
+class FirstRepliesSampler(_Unamplified):
+    """A fixed-size cohort (of the population, or of the clients on line) whose round closes at a deadline or
+    once ``aggregates`` replies are in (``[round]``): the server aggregates the replies that came first.
+
+    Who replies first depends on the clients' links and devices, so the aggregated cohort is not a uniform
+    sample: no amplification by sampling is claimed (as :class:`OnLineSampler`). How many come in time is known
+    only after the round: each round is accounted for the cohort it aggregated, and a plan's budget assumes
+    the fewest a round can aggregate and still release, ``least`` (``round.min_replies``: a round with fewer
+    is abandoned, and Flower's DP wrapper adds no noise to a model it does not release). Local DP does not
+    read the sampler: a late client's update still reached the server, so it counts as a release.
+    """
+
+    kind: ClassVar[str] = "first-replies"
+    budget_hint: ClassVar[str] = ("; a round that closes early is budgeted at the fewest replies it can aggregate, "
+                                  "round.min_replies: raising it lets more rounds fit")
+    #: replies that close the round, Flower's ``num_sampled_clients`` (``clients.per_round``; over-selection
+    #: samples ``per_round`` > this)
+    aggregates: int = 1
+    least: int = 1  #: ``round.min_replies``
+
+    @property
+    def noise_denominator(self) -> int:
+        return self.aggregates
+
+    @property
+    def planned_cohort(self) -> int:
+        return self.least
+
+    def budget_cohort(self, aggregated: int) -> int:
+        return min(aggregated, self.least)
 
 
 @dataclass(frozen=True)
@@ -145,13 +207,23 @@ SAMPLERS: dict[str, type[Sampler]] = {s.kind: s for s in (FixedSizeSampler, Pois
 
 
 def make_sampler(kind: str, population: int, per_round: int, seed: int = 0,
-                 randomness: Randomness = "seed", on_line_only: bool = False) -> Sampler:
-    """The sampler ``clients.sampling = kind`` names (ValueError naming the known ones otherwise);
-    ``on_line_only``: cohorts are drawn from the clients on line (a fixed size becomes :class:`OnLineSampler`)."""
+                 randomness: Randomness = "seed", on_line_only: bool = False,
+                 first_replies: tuple[int, int] | None = None) -> Sampler:
+    """The sampler ``clients.sampling = kind`` names (ValueError naming the known ones otherwise).
+
+    ``per_round``: the clients each round samples. ``on_line_only``: cohorts are drawn from the clients on line
+    (a fixed size becomes :class:`OnLineSampler`). ``first_replies = (aggregates, least)``: each round closes
+    early and aggregates up to ``aggregates`` (``clients.per_round``) of its replies, at least ``least`` (a
+    fixed size becomes :class:`FirstRepliesSampler`, on line or not: neither is amplified)."""
     try:
         cls = SAMPLERS[kind]
     except KeyError:
         raise ValueError(f"unknown sampling {kind!r}; known: {', '.join(SAMPLERS)}") from None
-    if on_line_only and cls is FixedSizeSampler:
-        cls = OnLineSampler
-    return cls(population, per_round, seed, randomness)
+    if cls is not FixedSizeSampler:
+        return cls(population, per_round, seed, randomness)
+    if first_replies is not None:
+        aggregates, least = first_replies
+        return FirstRepliesSampler(population, per_round, seed, randomness, aggregates=aggregates, least=least)
+    if on_line_only:
+        return OnLineSampler(population, per_round, seed, randomness)
+    return FixedSizeSampler(population, per_round, seed, randomness)

@@ -258,7 +258,7 @@ def cpu_cap_markdown(data: dict[str, Any]) -> str:
     factors = sorted({r["factor"] for r in data["rows"]})
     workloads = list(dict.fromkeys(r["workload"] for r in data["rows"]))
     by = {(r["workload"], r["factor"]): r for r in data["rows"]}
-    head = ["workload"] + ["uncapped: wall (CPU)" if k == 1 else f"cap 1/{k}: wall (÷ K × uncapped; cap gave)"
+    head = ["workload"] + ["uncapped: wall (CPU)" if k == 1 else f"cap 1/{k}: wall (÷ K × uncapped; CPU; cap gave)"
                            for k in factors]
     body = []
     for w in workloads:
@@ -270,10 +270,12 @@ def cpu_cap_markdown(data: dict[str, Any]) -> str:
             elif k == 1:
                 cells.append(f"{fmt_s(r['wall_s'])} ({fmt_s(r['cpu_s'])})")
             else:
-                cells.append(f"{fmt_s(r['wall_s'])} ({r['slowdown_per_share']:.2f}×; {r['delivered_share']:.2f})")
+                cells.append(f"{fmt_s(r['wall_s'])} ({r['slowdown_per_share']:.2f}×; {fmt_s(r['cpu_s'])}; "
+                             f"{r['delivered_share']:.2f})")
         body.append(cells)
     return (md_table(head, body) + f"\nMedians of {data['repeats']} runs of the work in a fresh process. Uncapped: its "
             f"wall time and, in brackets, its CPU time (user + system). Under a cap of 1/K core: its wall time, then "
             f"that time ÷ (K × the uncapped wall time) (1.00×: as slow as its share predicts from the uncapped run), "
-            f"then what the cap gave: the work's CPU time ÷ (its wall time ÷ K) (1.00: the whole share of a core). "
+            f"its CPU time, and what the cap gave: the work's CPU time ÷ (its wall time ÷ K) (1.00: the whole share "
+            f"of a core). "
             f"{data['date']}, {data['machine']}.\n")

@@ -55,8 +55,8 @@ def test_the_cpu_cap_table_sets_each_cap_against_its_share_and_says_what_the_cap
         {"workload": "loop", "factor": 4, "wall_s": 5.0, "cpu_s": 1.2, "slowdown_per_share": 1.25,
          "delivered_share": 0.96}]}
     text = cpu_cap_markdown(data)
-    assert "| loop | 1.00 s (1.20 s) | 5.00 s (1.25×; 0.96) |" in text
-    assert "| workload | uncapped: wall (CPU) | cap 1/4: wall (÷ K × uncapped; cap gave) |" in text
+    assert "| loop | 1.00 s (1.20 s) | 5.00 s (1.25×; 1.20 s; 0.96) |" in text
+    assert "| workload | uncapped: wall (CPU) | cap 1/4: wall (÷ K × uncapped; CPU; cap gave) |" in text
 
 
 def test_the_cpu_cap_benchmark_counts_the_workloads_cpu_time() -> None:

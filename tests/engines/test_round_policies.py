@@ -1,6 +1,7 @@
 """``[round]`` in the estimate engine (issue 32.2): over-selection samples more clients, the training stage
 closes at enough replies or at the deadline, late clients are recorded with their wasted uplink, and a
-round with too few replies is abandoned; the engines and settings that do not run it yet say so."""
+round with too few replies is abandoned; with DP, ε is accounted for the replies that came in time; the
+engines and settings that do not run it yet say so."""
 
 from __future__ import annotations
 
@@ -62,7 +63,6 @@ def test_a_deadline_before_any_reply_abandons_the_round_and_records_every_client
 
 @pytest.mark.parametrize("keys, expected", [
     ({"privacy": {"secagg": {"enabled": True}}}, "with SecAgg+ are not modelled yet"),
-    ({"privacy": {"dp": {"enabled": True}}}, "with DP are not accounted yet"),
     ({"clients": {"total": 20, "per_round": 4, "sampling": "poisson"}}, "needs a fixed-size cohort"),
 ])
 def test_what_does_not_run_yet_is_a_clear_error(keys: dict, expected: str) -> None:
@@ -74,3 +74,57 @@ def test_what_does_not_run_yet_is_a_clear_error(keys: dict, expected: str) -> No
 def test_min_replies_above_the_cohort_is_refused() -> None:
     with pytest.raises((ConfigError, ValueError), match="cannot exceed clients.per_round"):
         config_from_dict(_cfg(min_replies=5))
+
+
+def _gaussian_epsilon(noise_multipliers: list[float], delta: float) -> float:
+    """ε of Gaussian releases composed by Rényi DP, written out (not fedbw's accountant): RDP(α) = Σ α / (2 z²)
+    per release, converted at δ as dp-accounting converts (Canonne, Kamath and Steinke 2020), at its orders."""
+    import math
+
+    from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+
+    if not noise_multipliers:
+        return 0.0
+    best = math.inf
+    for a in DEFAULT_RDP_ORDERS:
+        if a <= 1:
+            continue
+        rdp = sum(a / (2 * z * z) for z in noise_multipliers)
+        best = min(best, rdp - (math.log(delta) + math.log(a)) / (a - 1) + math.log((a - 1) / a))
+    return max(best, 0.0)
+
+
+@pytest.mark.parametrize("policy", [{"deadline_s": 20.0}, {"over_select": 1.5}])
+def test_dp_accounts_each_round_for_the_replies_that_came_in_time_without_amplification(policy: dict) -> None:
+    """ε of the cohort actually aggregated (issue 32.2). The first replies are not a uniform sample (the fast
+    links reply first), so each round is its Gaussian release: Flower's noise z·C / clients.per_round over the
+    replace-one sensitivity 2C / n of the mean of the n replies that came in time."""
+    data = _cfg(**policy)
+    data["privacy"] = {"dp": {"enabled": True, "noise_multiplier": 1.0}}
+    res = run_estimate(build_plan(config_from_dict(data)), "t")
+    assert sum(r.late_clients for r in res.rounds) > 0
+    assert [r.privacy.cohort for r in res.rounds] == [r.replies for r in res.rounds]
+    assert all(r.privacy.sampling == "first-replies" and r.privacy.adjacency == "replace-one" for r in res.rounds)
+    zs = []
+    for r in res.rounds:
+        zs.append(1.0 * r.replies / (2 * 4))
+        assert r.epsilon == pytest.approx(_gaussian_epsilon(zs, 1e-5), rel=1e-6)
+    assert [r.privacy.noise_multiplier for r in res.rounds] == pytest.approx(zs)
+
+
+def test_the_privacy_budget_of_a_round_that_closes_early_assumes_its_fewest_replies() -> None:
+    """How many replies come in time is known only after a round, so privacy.dp.max_epsilon stops the run by
+    the fewest a round can aggregate and still release (round.min_replies); the ε a run reaches stays within
+    it, and a higher min_replies lets more rounds fit."""
+    def plan_for(min_replies: int, max_epsilon: float | None):
+        data = {**_cfg(deadline_s=20.0, min_replies=min_replies), "training": {"rounds": 6}}
+        data["privacy"] = {"dp": {"enabled": True, "noise_multiplier": 2.0, "max_epsilon": max_epsilon}}
+        return build_plan(config_from_dict(data))
+
+    cap = _gaussian_epsilon([2.0 * 3 / 8] * 3, 1e-5)  # three rounds of 3 replies fit; a fourth does not
+    fewer, surer = plan_for(2, cap), plan_for(3, cap)
+    assert fewer.rounds == 1 and surer.rounds == 3 and "stopped after round 3" in surer.stop_reason
+    res = run_estimate(surer, "t")
+    assert all(r.epsilon <= cap * (1 + 1e-9) for r in res.rounds)
+    with pytest.raises(ConfigError, match="below the ε of a single round .*round.min_replies: raising it"):
+        plan_for(1, cap)

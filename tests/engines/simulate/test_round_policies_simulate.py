@@ -17,14 +17,14 @@ from fedbw.config import config_from_dict
 SLOW = [{"client": 0, "down_mbps": 0.5}, {"client": 1, "down_mbps": 0.5}]
 
 
-def _run(tmp_path: Path, **round_keys: object):
+def _run(tmp_path: Path, privacy: dict | None = None, **round_keys: object):
     from fedbw.runner import run_experiment
 
     cfg = config_from_dict({"name": "policy", "engine": "simulate", "device": "cpu", "seed": 0,
                             "output_dir": str(tmp_path), "model": {"name": "small-cnn"},
                             "clients": {"total": 6, "per_round": 3, "compute": "synthetic"},
                             "training": {"rounds": 3}, "network": {"profile": "home-80", "overrides": SLOW},
-                            "round": round_keys})
+                            "round": round_keys, "privacy": privacy or {}})
     return run_experiment(cfg)
 
 
@@ -50,6 +50,25 @@ def test_the_serverapp_leaves_out_exactly_the_clients_the_records_call_late(tmp_
         assert r.replies == 6 - len(late_records[r.round]) and not r.abandoned
         assert r.wasted_bytes_up == pytest.approx(sum(c.bytes_up for c in res.clients
                                                       if c.round == r.round and c.late))
+
+
+@pytest.mark.slow
+def test_with_dp_the_server_accounts_the_replies_it_aggregated(tmp_path: Path) -> None:
+    """DP with over-selection under simulate (issue 32.2): the ServerApp's accountant steps with the replies
+    its strategy aggregated (the late ones left out), without amplification; ε after each round is the
+    Gaussian composition of those cohorts written out by hand (tests/engines/test_round_policies.py)."""
+    from tests.engines.test_round_policies import _gaussian_epsilon
+
+    res = _run(tmp_path, privacy={"dp": {"enabled": True, "noise_multiplier": 1.0}}, over_select=2.0)
+    assert sum(r.late_clients for r in res.rounds) > 0
+    assert [r.privacy.cohort for r in res.rounds] == [r.replies for r in res.rounds]
+    assert all(r.privacy.sampling == "first-replies" for r in res.rounds)
+    assert any(r.replies for r in res.rounds), [r.replies for r in res.rounds]
+    zs = []
+    for r in res.rounds:
+        if r.replies:  # a round with no reply in time released nothing
+            zs.append(1.0 * r.replies / (2 * 3))
+        assert r.epsilon == pytest.approx(_gaussian_epsilon(zs, 1e-5), rel=1e-6)
 
 
 @pytest.mark.slow
