@@ -35,7 +35,8 @@ from fedbw.engines.estimate import estimate_round
 from fedbw.netmodel.version import model_version
 from fedbw.plan import build_plan
 rows = {}
-for grid in (V.GRID_1, getattr(V, "GRID_2", []), V.GRID):
+# the validated grids: 1 to 3 (a checkout from before validation 4 calls validation 3's grid GRID)
+for grid in (V.GRID_1, getattr(V, "GRID_2", []), getattr(V, "GRID_3", None) or V.GRID):
     for g in grid:
         cfg = config_from_dict({**V.row_config(*g), "engine": "estimate", "output_dir": "/tmp/fedbw-model-change"})
         plan = build_plan(cfg)

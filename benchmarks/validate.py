@@ -11,13 +11,14 @@ that finished is never run again, a failed one is retried and both stay in the l
 calibration that differs from the freeze refuses to resume (``--new`` starts another validation, the
 earlier one stays in the log and in the result).
 
-The grid (``GRID``): configs that neither a calibration nor an earlier validation ran (``GRID_1`` and
-``GRID_2`` are validations 1 and 2's); a new freeze refuses a row an earlier one ran, because what an
+The grid (``GRID``): configs that neither a calibration nor an earlier validation ran (``GRID_1`` to
+``GRID_3`` are validations 1 to 3's); a new freeze refuses a row an earlier one ran, because what an
 earlier validation showed may have shaped the model since. Calibration runs one client, on unshaped
 loopback and shaped home-30 links, without SecAgg+ (fedbw/calibrate/measure.py): no row shares a config
-with it. Emulate runs at its own "auto" dilation, capped at the freeze's ``max_dilation`` (3 for
-validations 1 and 2, none since: a cap left 4 and 8 devices less than a core each when they were busy
-together).
+with it. Validations 1 to 3 emulated each row at its own "auto" dilation, capped at the freeze's
+``max_dilation`` (3 for validations 1 and 2, none for 3: a cap left 4 and 8 devices less than a core each
+when they were busy together). A new freeze runs every row at ``ONE_DILATION``, the dilation its
+calibration was measured at, and refuses a calibration measured at another (emulate's rounds depend on K).
 
 Per row: the steady rounds (round ≥ 2) of both trials pooled against the model's rounds, each round
 against the model's same round: the median |error|; whether the pooled mean falls inside the model's
@@ -56,6 +57,12 @@ ROUNDS, TRIALS = 3, 2
 #: auto's 7 take about 20 minutes a row on 2 cores), so their 4- and 8-client rows asked more CPU of the
 #: host than it had whenever the devices were busy together; each freeze records its cap.
 MAX_DILATION: int | None = None
+#: One dilation for every row of a new freeze, and the dilation its calibration must have been measured at
+#: (validation 4 on): a device's CPU work costs more CPU time under a tighter cap (docs/fidelity.md, "What the
+#: caps give"), so emulate's rounds depend on K, and a calibration measured at one K checked against rows at
+#: others mixes two references. 7 is auto's K for 8 clients on 2 cores (every device a core of its own, in
+#: emulated time, at the largest cohort of the grid). None: per row, auto capped at MAX_DILATION.
+ONE_DILATION: float | None = 7.0
 #: Issue 31's targets: a row's median |round error|, the share of rows whose pooled rounds fall inside the
 #: model's 80 % interval, the median |transfer error| in rows without a host-bound round.
 TARGETS = {"round_median_abs_error": 0.05, "rows_inside_interval": 0.80, "transfer_median_abs_error": 0.03}
@@ -88,17 +95,27 @@ GRID_2: list[tuple[str, str, int, bool]] = [
     ("mlp", "cross-silo-1g", 8, True), ("mlp", "mobile-4g", 4, True), ("resnet50", "home-80", 4, False),
     ("small-cnn", "mobile-4g", 8, True), ("resnet18", "cross-silo-1g", 4, True), ("resnet18", "mobile-4g", 2, False),
 ]
-#: The grid a new validation freezes (validation 3): 12 configs that neither calibration nor validations 1
+#: Validation 3's grid: 12 configs that neither calibration nor validations 1
 #: and 2 ran — four model sizes (the MLP and the small CNN with real training; the 3 M-parameter model and
 #: ResNet-18 with synthetic compute), five profiles (home-30, home-50, home-80, mobile-4g, mobile-5g), 2, 4
 #: and 8 clients (4, 5 and 3 rows), plain and SecAgg+ (3 rows; it needs 3 clients), emulated at auto
 #: dilation, uncapped; cheapest first (about 3 hours on 2 cores: a session stops it between trials with
 #: --stop-after and the next resumes it). ``current_freeze`` refuses a row an earlier freeze ran.
-GRID: list[tuple[str, str, int, bool]] = [
+GRID_3: list[tuple[str, str, int, bool]] = [
     ("small-cnn", "home-80", 2, False), ("mlp", "home-30", 2, False), ("small-cnn", "mobile-4g", 4, False),
     ("3M", "mobile-4g", 2, False), ("3M", "home-30", 4, False), ("small-cnn", "home-50", 8, False),
     ("mlp", "mobile-5g", 4, True), ("resnet18", "home-50", 2, False), ("resnet18", "mobile-5g", 4, False),
     ("3M", "home-50", 4, True), ("resnet18", "home-50", 8, False), ("small-cnn", "home-30", 8, True),
+]
+#: The grid a new validation freezes (validation 4): 12 configs that neither calibration nor validations 1 to 3
+#: ran — four model sizes (the MLP and the small CNN with real training on digits; the 3 M-parameter model and
+#: ResNet-18 with synthetic compute), five profiles (home-30, home-50, home-80, mobile-4g, mobile-5g), 2, 4 and
+#: 8 clients (3, 6 and 3 rows), plain and SecAgg+ (4 rows), every row at ONE_DILATION; cheapest first.
+GRID: list[tuple[str, str, int, bool]] = [
+    ("small-cnn", "mobile-5g", 2, False), ("mlp", "home-80", 2, False), ("3M", "home-50", 2, False),
+    ("small-cnn", "home-30", 4, False), ("mlp", "home-80", 4, True), ("small-cnn", "mobile-4g", 4, True),
+    ("3M", "home-80", 4, False), ("resnet18", "home-80", 4, False), ("resnet18", "home-30", 4, True),
+    ("small-cnn", "home-80", 8, False), ("3M", "mobile-5g", 8, False), ("mlp", "home-50", 8, True),
 ]
 
 
@@ -107,7 +124,7 @@ def row_id(model: str, profile: str, clients: int, secagg: bool) -> str:
 
 
 #: Every grid's rows by id: a resumed freeze finds its rows' configs here.
-ROWS = {row_id(*g): g for g in GRID_1 + GRID_2 + GRID}
+ROWS = {row_id(*g): g for g in GRID_1 + GRID_2 + GRID_3 + GRID}
 
 
 def row_config(model: str, profile: str, clients: int, secagg: bool) -> dict[str, Any]:
@@ -121,9 +138,13 @@ def row_config(model: str, profile: str, clients: int, secagg: bool) -> dict[str
     return cfg
 
 
-def dilation(clients: int, cap: int | None = MAX_DILATION) -> float:
-    """The dilation of a row's emulate trials: emulate's own "auto" for this host's cores, at most ``cap``."""
+def dilation(clients: int, cap: int | None = MAX_DILATION, one: float | None = None) -> float:
+    """The dilation of a row's emulate trials: ``one`` for every row when the freeze set it, else emulate's own
+    "auto" for this host's cores, at most ``cap``."""
     import os
+
+    if one is not None:
+        return float(one)
 
     from fedbw.engines.emulate.federation import auto_dilation
 
@@ -165,8 +186,10 @@ def frozen_now() -> dict[str, Any]:
     commit = head_commit()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
+    measured_at = cal.provenance.get("dilation")
     return {"model_version": model_version(), "calibration": cal.fingerprint, "calibration_file": cal.source,
-            "calibration_created_utc": cal.provenance.get("created_utc"), "commit": commit, "dirty": bool(dirty)}
+            "calibration_created_utc": cal.provenance.get("created_utc"), "commit": commit, "dirty": bool(dirty),
+            "calibration_dilation": None if measured_at is None else float(measured_at)}
 
 
 def current_freeze(log: list[dict[str, Any]], new: bool) -> dict[str, Any]:
@@ -184,12 +207,17 @@ def current_freeze(log: list[dict[str, Any]], new: bool) -> dict[str, Any]:
         return last
     if state["dirty"]:
         sys.exit("validate: commit first: a freeze names the commit whose model it validates")
+    measured_at = state.pop("calibration_dilation", None)
+    if ONE_DILATION is not None and measured_at != ONE_DILATION:
+        sys.exit(f"validate: the shipped calibration was measured at dilation {measured_at}, and this freeze runs "
+                 f"every row at {ONE_DILATION:g}; measure one there first: fedbw calibrate --dilation "
+                 f"{ONE_DILATION:g} --out fedbw/catalog/flower-costs.toml")
     seen = sorted({rid for f in freezes for rid in f["grid"]} & {row_id(*g) for g in GRID})
     if seen:
         sys.exit(f"validate: {', '.join(seen)} ran in an earlier validation, whose results may have informed the "
                  "model since: not held out. Give GRID new configs.")
     freeze = {"kind": "freeze", "id": len(freezes) + 1, "created_utc": now(), **state, "rounds": ROUNDS,
-              "trials": TRIALS, "max_dilation": MAX_DILATION, "machine": machine(),
+              "trials": TRIALS, "max_dilation": MAX_DILATION, "dilation": ONE_DILATION, "machine": machine(),
               "grid": [row_id(*g) for g in GRID]}
     append(freeze)
     return freeze
@@ -226,7 +254,7 @@ def transfers_of(result: Any) -> list[dict[str, Any]]:
 def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, Any]) -> None:
     from fedbw.engines.app_start import host_reference_s
 
-    k = dilation(cfg["clients"]["total"], freeze.get("max_dilation", 3))
+    k = dilation(cfg["clients"]["total"], freeze.get("max_dilation", 3), freeze.get("dilation"))
     entry: dict[str, Any] = {"kind": "trial", "freeze": freeze["id"], "row": rid, "trial": trial, "dilation": k,
                              "commit": head_commit(), "started_utc": now(),
                              "host_reference_before_s": host_reference_s()}

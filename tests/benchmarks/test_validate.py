@@ -16,11 +16,37 @@ from fedbw.report.validation_table import validation_markdown
 V = load_benchmark("validate")
 
 
+@pytest.fixture(autouse=True)
+def _per_row_dilation(monkeypatch) -> None:
+    """The bookkeeping tests freeze without a calibration file; the one-dilation rule has its own test."""
+    monkeypatch.setattr(V, "ONE_DILATION", None)
+
+
+def test_a_new_freeze_runs_every_row_at_the_dilation_its_calibration_was_measured_at(tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    """Emulate's rounds depend on the dilation (docs/fidelity.md): a freeze with ONE_DILATION refuses a
+    calibration measured at another, and runs every row's trials at it, whatever the row's size."""
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    monkeypatch.setattr(V, "ONE_DILATION", 7.0)
+    state = {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",
+             "commit": "0" * 40, "dirty": False, "calibration_dilation": 2.0}
+    monkeypatch.setattr(V, "frozen_now", lambda: dict(state))
+    with pytest.raises(SystemExit, match="measured at dilation 2.0, and this freeze runs every row at 7; .*"
+                                         "fedbw calibrate --dilation 7"):
+        V.current_freeze([], new=False)
+    assert V.read_log() == []  # nothing frozen
+    state["calibration_dilation"] = 7.0
+    freeze = V.current_freeze([], new=False)
+    assert freeze["dilation"] == 7.0 and "calibration_dilation" not in freeze
+    assert [V.dilation(n, freeze["max_dilation"], freeze["dilation"]) for n in (2, 8)] == [7.0, 7.0]
+    assert V.dilation(2, None, None) < 7.0  # without it, each row at auto's
+
+
 def test_the_grid_is_held_out_from_the_calibration_and_from_every_earlier_validation() -> None:
     rows = [V.row_id(*g) for g in V.GRID]
     assert len(set(rows)) == len(rows) >= 12 and {g[2] for g in V.GRID} >= {2, 4, 8}
     # earlier validations' configs informed the model since
-    assert not set(rows) & {V.row_id(*g) for g in V.GRID_1 + V.GRID_2}
+    assert not set(rows) & {V.row_id(*g) for g in V.GRID_1 + V.GRID_2 + V.GRID_3}
     assert all(g[2] >= 2 for g in V.GRID)  # calibration ran one client
     assert not any(g[0] == SHAPED_MODEL and g[2] == 1 for g in V.GRID)
     assert {g[3] for g in V.GRID} == {True, False} and all(g[2] >= 3 for g in V.GRID if g[3])  # SecAgg+ needs 3
