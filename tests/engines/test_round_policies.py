@@ -64,6 +64,8 @@ def test_a_deadline_before_any_reply_abandons_the_round_and_records_every_client
 @pytest.mark.parametrize("keys, expected", [
     ({"privacy": {"secagg": {"enabled": True}}}, "with SecAgg+ are not modelled yet"),
     ({"clients": {"total": 20, "per_round": 4, "sampling": "poisson"}}, "needs a fixed-size cohort"),
+    ({"clients": {"total": 20, "per_round": 4, "sampling": "poisson"}, "privacy": {"dp": {"enabled": True}},
+      "round": {"deadline_s": 20.0}}, 'with central DP needs clients.sampling = "fixed"'),
 ])
 def test_what_does_not_run_yet_is_a_clear_error(keys: dict, expected: str) -> None:
     data = {**_cfg(over_select=1.5), **keys}
