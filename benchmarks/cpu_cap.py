@@ -15,8 +15,12 @@ uncapped work runs on more than one core at once: then its CPU time exceeds its 
 of one core's share (a one-core device) cannot give it that parallelism; the CPU time ÷ the uncapped wall
 time says how much. Needs a writable cgroup (root), as emulate's caps do.
 
-Usage: .venv/bin/python benchmarks/cpu_cap.py [--repeats N]
-Writes benchmarks/results/cpu-cap.json; docs/fidelity.md's table comes from it (`fedbw docs`).
+With ``--period-ms P`` the caps account over periods of P ms instead of emulate's 100 ms (a throttled group
+runs 1/K of each period and waits out the rest: a longer period waits less often, in longer stretches).
+
+Usage: .venv/bin/python benchmarks/cpu_cap.py [--repeats N] [--period-ms P]
+Writes benchmarks/results/cpu-cap.json (emulate's period) or cpu-cap-period-P.json; docs/fidelity.md's tables
+come from them (`fedbw docs`).
 """
 
 from __future__ import annotations
@@ -78,17 +82,24 @@ def _timed(code: str, group: Any, env: dict[str, str] | None = None) -> tuple[fl
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3, help="runs per workload and cap (the median is kept)")
+    ap.add_argument("--period-ms", type=int, default=None, help="the caps' accounting period (default: emulate's)")
     args = ap.parse_args()
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")
-    from fedbw.processes.cpu_cap import CpuCaps, cgroup_root
+    from fedbw.processes.cpu_cap import PERIOD_US, CpuCaps, cgroup_root
+
+    period_us = PERIOD_US if args.period_ms is None else args.period_ms * 1000
+    if not 1_000 <= period_us <= 1_000_000:
+        ap.error("--period-ms must be 1 … 1000 (the kernel's bounds)")
+    result = RESULT if period_us == PERIOD_US else RESULT.with_name(f"cpu-cap-period-{period_us // 1000}.json")
 
     root = cgroup_root()
     if isinstance(root, str):
         raise SystemExit(f"no CPU caps here: {root}")
     out: dict[str, Any] = {"benchmark": "cpu-cap", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                            "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
-                                      f"Python {platform.python_version()}", "repeats": args.repeats, "rows": []}
+                                      f"Python {platform.python_version()}", "repeats": args.repeats,
+                           "period_ms": period_us / 1000, "rows": []}
     with CpuCaps(root) as caps:
         for name, code in WORKLOADS.items():
             base = None
@@ -96,7 +107,7 @@ def main() -> None:
                 times, cpus = [], []
                 for i in range(args.repeats):
                     label = "".join(ch if ch.isalnum() else "-" for ch in name)
-                    group = None if k == 1 else caps.group(f"{label}-{k}-{i}", 1.0 / k)
+                    group = None if k == 1 else caps.group(f"{label}-{k}-{i}", 1.0 / k, period_us)
                     wall_s, cpu_s = _timed(code, group, WORKLOAD_ENV.get(name))
                     times.append(wall_s)
                     cpus.append(cpu_s)
@@ -111,7 +122,7 @@ def main() -> None:
                                     "cpu_per_uncapped_wall": statistics.median(cpus) / base})
                 print(f"{name:16s} cap 1/{k:<2d}: {wall:7.2f} s  ({wall / (base * k):.2f} × the share's; "
                       f"the cap gave {delivered:.3f} of its share; CPU {statistics.median(cpus):.2f} s)", flush=True)
-    RESULT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    result.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     from fedbw.report.validation_table import cpu_cap_markdown
 
     print(cpu_cap_markdown(out))
