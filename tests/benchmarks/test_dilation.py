@@ -57,6 +57,7 @@ def test_the_cpu_cap_table_sets_each_cap_against_its_share_and_says_what_the_cap
     text = cpu_cap_markdown(data)
     assert "| loop | 1.00 s (1.20 s) | 5.00 s (1.25×; 1.20 s; 0.96) |" in text
     assert "| workload | uncapped: wall (CPU) | cap 1/4: wall (÷ K × uncapped; CPU; cap gave) |" in text
+    assert "periods of 100 ms" in text and "periods of 400 ms" in cpu_cap_markdown({**data, "period_ms": 400.0})
 
 
 def test_the_cpu_cap_benchmark_counts_the_workloads_cpu_time() -> None:
