@@ -18,9 +18,12 @@ time says how much. Needs a writable cgroup (root), as emulate's caps do.
 With ``--period-ms P`` the caps account over periods of P ms instead of emulate's 100 ms (a throttled group
 runs 1/K of each period and waits out the rest: a longer period waits less often, in longer stretches).
 
-Usage: .venv/bin/python benchmarks/cpu_cap.py [--repeats N] [--period-ms P]
-Writes benchmarks/results/cpu-cap.json (emulate's period) or cpu-cap-period-P.json; docs/fidelity.md's tables
-come from them (`fedbw docs`).
+``--compare-periods P1,P2`` runs each workload under every cap at each period, alternating them run by run
+(side by side, one run: what a period does to the work's CPU time).
+
+Usage: .venv/bin/python benchmarks/cpu_cap.py [--repeats N] [--period-ms P | --compare-periods P1,P2]
+Writes benchmarks/results/cpu-cap.json (emulate's period), cpu-cap-period-P.json or cpu-cap-periods.json;
+docs/fidelity.md's tables come from them (`fedbw docs`).
 """
 
 from __future__ import annotations
@@ -83,10 +86,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3, help="runs per workload and cap (the median is kept)")
     ap.add_argument("--period-ms", type=int, default=None, help="the caps' accounting period (default: emulate's)")
+    ap.add_argument("--compare-periods", default=None, metavar="P1,P2",
+                    help="periods in ms to run side by side, alternating run by run")
     args = ap.parse_args()
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")
     from fedbw.processes.cpu_cap import PERIOD_US, CpuCaps, cgroup_root
+
+    if args.compare_periods is not None:
+        try:
+            periods = [int(x) for x in args.compare_periods.split(",")]
+        except ValueError:
+            ap.error("--compare-periods takes whole milliseconds, e.g. 100,400")
+        if len(periods) < 2 or not all(1 <= ms <= 1000 for ms in periods):
+            ap.error("--compare-periods needs two or more periods of 1 … 1000 ms")
+        return compare_periods(periods, args.repeats)
 
     period_us = PERIOD_US if args.period_ms is None else args.period_ms * 1000
     if not 1_000 <= period_us <= 1_000_000:
@@ -126,6 +140,44 @@ def main() -> None:
     from fedbw.report.validation_table import cpu_cap_markdown
 
     print(cpu_cap_markdown(out))
+
+
+def compare_periods(periods_ms: list[int], repeats: int) -> None:
+    """Every workload uncapped, then under every cap at each period, the periods alternating run by run; writes
+    cpu-cap-periods.json."""
+    from fedbw.processes.cpu_cap import CpuCaps, cgroup_root
+
+    root = cgroup_root()
+    if isinstance(root, str):
+        raise SystemExit(f"no CPU caps here: {root}")
+    out: dict[str, Any] = {"benchmark": "cpu-cap-periods", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
+                                      f"Python {platform.python_version()}", "repeats": repeats,
+                           "periods_ms": periods_ms, "rows": []}
+    with CpuCaps(root) as caps:
+        for name, code in WORKLOADS.items():
+            label = "".join(ch if ch.isalnum() else "-" for ch in name)
+            runs = [_timed(code, None, WORKLOAD_ENV.get(name)) for _ in range(repeats)]
+            out["rows"].append(_row(name, 1, None, runs))
+            for k in FACTORS[1:]:
+                by: dict[int, list[tuple[float, float]]] = {ms: [] for ms in periods_ms}
+                for i in range(repeats):
+                    for ms in periods_ms:
+                        group = caps.group(f"{label}-{k}-{ms}-{i}", 1.0 / k, ms * 1000)
+                        by[ms].append(_timed(code, group, WORKLOAD_ENV.get(name)))
+                for ms in periods_ms:
+                    out["rows"].append(_row(name, k, ms, by[ms]))
+                    print(f"{name:16s} cap 1/{k:<2d} {ms:4d} ms: CPU {out['rows'][-1]['cpu_s']:.2f} s", flush=True)
+    (RESULT.with_name("cpu-cap-periods.json")).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    from fedbw.report.validation_table import cpu_cap_periods_markdown
+
+    print(cpu_cap_periods_markdown(out))
+
+
+def _row(name: str, k: int, period_ms: int | None, runs: list[tuple[float, float]]) -> dict[str, Any]:
+    return {"workload": name, "factor": k, "period_ms": period_ms, "times_s": [w for w, _ in runs],
+            "cpu_times_s": [c for _, c in runs], "wall_s": statistics.median(w for w, _ in runs),
+            "cpu_s": statistics.median(c for _, c in runs)}
 
 
 if __name__ == "__main__":

@@ -284,3 +284,27 @@ def cpu_cap_markdown(data: dict[str, Any]) -> str:
 #: the same benchmark with a longer accounting period than emulate's (a throttled device waits less often)
 result_table("fidelity.cpu-cap-period", "cpu-cap-period-400.json",
              ".venv/bin/python benchmarks/cpu_cap.py --period-ms 400")(cpu_cap_markdown)
+
+
+@result_table("fidelity.cpu-cap-periods", "cpu-cap-periods.json",
+              ".venv/bin/python benchmarks/cpu_cap.py --compare-periods 100,400")
+def cpu_cap_periods_markdown(data: dict[str, Any]) -> str:
+    """What the caps' accounting period does to the work's CPU time: each workload's CPU time under each cap at
+    each period, against its uncapped CPU time, the periods run side by side."""
+    periods = data["periods_ms"]
+    factors = sorted({r["factor"] for r in data["rows"] if r["factor"] > 1})
+    workloads = list(dict.fromkeys(r["workload"] for r in data["rows"]))
+    by = {(r["workload"], r["factor"], r["period_ms"]): r for r in data["rows"]}
+    head = ["workload", "uncapped CPU"] + [f"cap 1/{k}: CPU at " + " / ".join(f"{ms} ms" for ms in periods)
+                                           for k in factors]
+    body = []
+    for w in workloads:
+        base = by[(w, 1, None)]["cpu_s"]
+        cells = [w, fmt_s(base)]
+        for k in factors:
+            cells.append(" / ".join(f"{fmt_s(by[(w, k, ms)]['cpu_s'])} ({fmt_signed_pct(by[(w, k, ms)]['cpu_s'] / base - 1)})"
+                                    if (w, k, ms) in by else "-" for ms in periods))
+        body.append(cells)
+    return (md_table(head, body) + f"\nCPU time (user + system) of the work in a fresh process, median of "
+            f"{data['repeats']} runs; in brackets, against its uncapped CPU time. Under each cap the periods "
+            f"alternated run by run. {data['date']}, {data['machine']}.\n")

@@ -68,3 +68,23 @@ def test_the_cpu_cap_benchmark_counts_the_workloads_cpu_time() -> None:
     assert 0.5 * wall < cpu <= wall * 1.5
     wall, cpu = cpu_cap._timed("import time\ntime.sleep(0.5)\n", None)
     assert wall >= 0.5 and cpu < 0.3
+
+
+def test_the_period_table_sets_each_caps_cpu_at_each_period_against_the_uncapped_cpu() -> None:
+    from fedbw.report.validation_table import cpu_cap_periods_markdown
+
+    data = {"date": "d", "machine": "m", "repeats": 3, "periods_ms": [100, 400], "rows": [
+        {"workload": "start", "factor": 1, "period_ms": None, "cpu_s": 2.0},
+        {"workload": "start", "factor": 8, "period_ms": 100, "cpu_s": 2.5},
+        {"workload": "start", "factor": 8, "period_ms": 400, "cpu_s": 2.1}]}
+    text = cpu_cap_periods_markdown(data)
+    assert "| workload | uncapped CPU | cap 1/8: CPU at 100 ms / 400 ms |" in text
+    assert "| start | 2.00 s | 2.50 s (+25.0 %) / 2.10 s (+5.0 %) |" in text
+
+
+def test_compare_periods_refuses_a_bad_list(monkeypatch, capsys) -> None:
+    cpu_cap = load_benchmark("cpu_cap")
+    monkeypatch.setattr("sys.argv", ["cpu_cap.py", "--compare-periods", "100"])
+    with pytest.raises(SystemExit) as exit_info:
+        cpu_cap.main()
+    assert exit_info.value.code == 2 and "two or more periods" in capsys.readouterr().err
