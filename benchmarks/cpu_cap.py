@@ -91,7 +91,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")
-    from fedbw.processes.cpu_cap import PERIOD_US, CpuCaps, cgroup_root
+    from fedbw.processes.cpu_cap import PERIOD_US, CpuCaps
 
     if args.compare_periods is not None:
         try:
@@ -107,21 +107,14 @@ def main() -> None:
         ap.error("--period-ms must be 1 … 1000 (the kernel's bounds)")
     result = RESULT if period_us == PERIOD_US else RESULT.with_name(f"cpu-cap-period-{period_us // 1000}.json")
 
-    root = cgroup_root()
-    if isinstance(root, str):
-        raise SystemExit(f"no CPU caps here: {root}")
-    out: dict[str, Any] = {"benchmark": "cpu-cap", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                           "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
-                                      f"Python {platform.python_version()}", "repeats": args.repeats,
-                           "period_ms": period_us / 1000, "rows": []}
-    with CpuCaps(root) as caps:
+    out = _header("cpu-cap", args.repeats, period_ms=period_us / 1000)
+    with CpuCaps(_caps_root()) as caps:
         for name, code in WORKLOADS.items():
             base = None
             for k in FACTORS:
                 times, cpus = [], []
                 for i in range(args.repeats):
-                    label = "".join(ch if ch.isalnum() else "-" for ch in name)
-                    group = None if k == 1 else caps.group(f"{label}-{k}-{i}", 1.0 / k, period_us)
+                    group = None if k == 1 else caps.group(f"{_label(name)}-{k}-{i}", 1.0 / k, period_us)
                     wall_s, cpu_s = _timed(code, group, WORKLOAD_ENV.get(name))
                     times.append(wall_s)
                     cpus.append(cpu_s)
@@ -145,33 +138,49 @@ def main() -> None:
 def compare_periods(periods_ms: list[int], repeats: int) -> None:
     """Every workload uncapped, then under every cap at each period, the periods alternating run by run; writes
     cpu-cap-periods.json."""
-    from fedbw.processes.cpu_cap import CpuCaps, cgroup_root
+    from fedbw.processes.cpu_cap import CpuCaps
 
-    root = cgroup_root()
-    if isinstance(root, str):
-        raise SystemExit(f"no CPU caps here: {root}")
-    out: dict[str, Any] = {"benchmark": "cpu-cap-periods", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                           "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
-                                      f"Python {platform.python_version()}", "repeats": repeats,
-                           "periods_ms": periods_ms, "rows": []}
-    with CpuCaps(root) as caps:
+    out = _header("cpu-cap-periods", repeats, periods_ms=periods_ms)
+    with CpuCaps(_caps_root()) as caps:
         for name, code in WORKLOADS.items():
-            label = "".join(ch if ch.isalnum() else "-" for ch in name)
             runs = [_timed(code, None, WORKLOAD_ENV.get(name)) for _ in range(repeats)]
             out["rows"].append(_row(name, 1, None, runs))
             for k in FACTORS[1:]:
                 by: dict[int, list[tuple[float, float]]] = {ms: [] for ms in periods_ms}
                 for i in range(repeats):
                     for ms in periods_ms:
-                        group = caps.group(f"{label}-{k}-{ms}-{i}", 1.0 / k, ms * 1000)
+                        group = caps.group(f"{_label(name)}-{k}-{ms}-{i}", 1.0 / k, ms * 1000)
                         by[ms].append(_timed(code, group, WORKLOAD_ENV.get(name)))
                 for ms in periods_ms:
                     out["rows"].append(_row(name, k, ms, by[ms]))
                     print(f"{name:16s} cap 1/{k:<2d} {ms:4d} ms: CPU {out['rows'][-1]['cpu_s']:.2f} s", flush=True)
-    (RESULT.with_name("cpu-cap-periods.json")).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    RESULT.with_name("cpu-cap-periods.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     from fedbw.report.validation_table import cpu_cap_periods_markdown
 
     print(cpu_cap_periods_markdown(out))
+
+
+def _caps_root() -> Any:
+    """Where the benchmark's capped groups go; exits with the reason when this host has none."""
+    from fedbw.processes.cpu_cap import cgroup_root
+
+    root = cgroup_root()
+    if isinstance(root, str):
+        raise SystemExit(f"no CPU caps here: {root}")
+    return root
+
+
+def _header(benchmark: str, repeats: int, **settings: Any) -> dict[str, Any]:
+    """A result's head: what ran, when, where, and its settings; rows follow."""
+    return {"benchmark": benchmark, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
+                       f"Python {platform.python_version()}",
+            "repeats": repeats, **settings, "rows": []}
+
+
+def _label(workload: str) -> str:
+    """A workload's name as a cgroup name can carry it."""
+    return "".join(ch if ch.isalnum() else "-" for ch in workload)
 
 
 def _row(name: str, k: int, period_ms: int | None, runs: list[tuple[float, float]]) -> dict[str, Any]:

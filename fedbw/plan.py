@@ -110,9 +110,6 @@ class Plan:
             gone.update(self.offline[round_index - 1])
         return sorted(gone)
 
-    def epsilon_after(self, round_index: int) -> float | None:
-        return None if self.epsilons is None else self.epsilons[round_index - 1]
-
     def predicted_exchanges(self, round_index: int) -> list[MessageSizes]:
         cfg = self.config
         sa = cfg.privacy.secagg

@@ -39,7 +39,7 @@ def test_the_plan_carries_the_budget_rounds_to_run_and_epsilon_per_round():
                                        "max_epsilon = 15")
     assert len(plan.samples) == 10  # every configured round is sampled; only plan.rounds of them run
     free = build_plan(config_from_dict({"training": {"rounds": 4}}))
-    assert (free.rounds, free.epsilons, free.stop_reason, free.epsilon_after(2)) == (4, None, None, None)
+    assert (free.rounds, free.epsilons, free.stop_reason) == (4, None, None)
 
 
 def test_a_budget_below_one_round_is_a_config_error():

@@ -143,11 +143,11 @@ class ExperimentConfig(Section):
         if self.privacy.secagg.enabled:
             raise ValueError("round.deadline_s and round.over_select with SecAgg+ are not modelled yet (a late "
                              "client is a SecAgg+ dropout: its unmask path); turn one of them off")
-        dp = self.privacy.dp
-        if dp.enabled and dp.mode != "local" and self.sampler().cohort_varies:
+        dp, varies = self.privacy.dp, self.sampler().cohort_varies
+        if dp.enabled and dp.mode != "local" and varies:
             raise ValueError(f"round.deadline_s with central DP needs clients.sampling = \"fixed\": a deadline keeps "
                              f"the replies that came first, which is not the {c.sampling} sample ε's amplification "
                              f"is accounted for")
-        if r.over_select > 1.0 and self.sampler().cohort_varies:
+        if r.over_select > 1.0 and varies:
             raise ValueError(f"round.over_select needs a fixed-size cohort; clients.sampling = {c.sampling!r} draws "
                              f"a cohort that varies from round to round")

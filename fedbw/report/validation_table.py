@@ -258,8 +258,8 @@ def cpu_cap_markdown(data: dict[str, Any]) -> str:
     factors = sorted({r["factor"] for r in data["rows"]})
     workloads = list(dict.fromkeys(r["workload"] for r in data["rows"]))
     by = {(r["workload"], r["factor"]): r for r in data["rows"]}
-    head = ["workload"] + ["uncapped: wall (CPU)" if k == 1 else f"cap 1/{k}: wall (÷ K × uncapped; CPU; cap gave)"
-                           for k in factors]
+    head = ["workload"] + ["uncapped: wall (CPU)" if k == 1
+                           else f"cap 1/{k}: wall (÷ K × uncapped; CPU; cap gave)" for k in factors]
     body = []
     for w in workloads:
         cells = [w]
@@ -302,8 +302,8 @@ def cpu_cap_periods_markdown(data: dict[str, Any]) -> str:
         base = by[(w, 1, None)]["cpu_s"]
         cells = [w, fmt_s(base)]
         for k in factors:
-            cells.append(" / ".join(f"{fmt_s(by[(w, k, ms)]['cpu_s'])} ({fmt_signed_pct(by[(w, k, ms)]['cpu_s'] / base - 1)})"
-                                    if (w, k, ms) in by else "-" for ms in periods))
+            cpus = [by[(w, k, ms)]["cpu_s"] if (w, k, ms) in by else None for ms in periods]
+            cells.append(" / ".join("-" if c is None else f"{fmt_s(c)} ({fmt_signed_pct(c / base - 1)})" for c in cpus))
         body.append(cells)
     return (md_table(head, body) + f"\nCPU time (user + system) of the work in a fresh process, median of "
             f"{data['repeats']} runs; in brackets, against its uncapped CPU time. Under each cap the periods "
