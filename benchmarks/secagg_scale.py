@@ -152,7 +152,7 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                     continue
                 unmask = [r.server_s["unmask"] for r in done]
                 measured = min(unmask) if dropped == 0 else statistics.fmean(unmask)
-                model = server_stage_s("unmask", n, shares, VECTOR_LEN, consts, dropped)
+                model = server_stage_s("unmask", n, shares, VECTOR_LEN, consts, dropped, threshold)
                 if dropped == 0:
                     base = {"measured": measured, "model": model}
                 row = {"clients": n, "shares": shares, "dropped": dropped, "measured_s": measured, "model_s": model,

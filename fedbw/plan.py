@@ -169,7 +169,7 @@ class Plan:
                     return 0.0
                 gone = len(dropped) if stage == "unmask" else 0
                 n = clients + gone
-                return server_stage_s(stage, n, min(sa.shares(n), n), params, crypto, gone)
+                return server_stage_s(stage, n, min(sa.shares(n), n), params, crypto, gone, sa.reconstruction_threshold)
 
             opts["server_extra_s"] = server_crypto_s
         if dropped and self.costs is not None:  # the training stage waits for them (or closes at its deadline)

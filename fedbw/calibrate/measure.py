@@ -117,7 +117,10 @@ def calibration_of(m: Measurements, command: str | None = None) -> Calibration:
         prov = {**prov, "measured_by": m.provenance.get("command", "?"), "command": command}
     if m.references:
         prov[HOST_REFERENCE] = statistics.median(m.references)
-    secagg = SecAggCostConstants.from_json(m.secagg) if m.secagg else None
+    try:
+        secagg = SecAggCostConstants.from_json(m.secagg) if m.secagg else None
+    except ValueError as exc:  # constants of an earlier form: measuring them again takes seconds
+        raise ConfigError(f"the measured messages hold {exc}") from None
     constants = fit_all(m.messages, m.aggregation)
     intervals = bootstrap(m.messages, m.aggregation, resamples=BOOTSTRAP_RESAMPLES)
     constants = {k: replace(c, interval=intervals.get(k)) for k, c in constants.items()}

@@ -168,7 +168,11 @@ def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--o
               from_messages: Optional[Path] = typer.Option(
                   None, "--from-messages", help="fit again from an earlier calibration's measured messages "
                                                 "(NAME.messages.jsonl) instead of measuring: seconds, no Flower "
-                                                "process")) -> None:
+                                                "process"),
+              measure_secagg: bool = typer.Option(
+                  False, "--measure-secagg", help="with --from-messages: time SecAgg+'s crypto again now (about "
+                                                  "35 s, in this process) instead of taking it from the messages' "
+                                                  "run")) -> None:
     """Measure Flower's own costs on this machine (real Flower processes, one client at a time on unshaped
     loopback, then a shaped run) and write them as a calibration file for
     `--calibration` (about 30 minutes on 2 cores), with every measured message beside it."""
@@ -184,8 +188,15 @@ def calibrate(out_file: Path = typer.Option(Path("fedbw-calibration.toml"), "--o
     from fedbw.report.calibration import render_calibration
 
     command = shlex.join(["fedbw", *sys.argv[1:]])
+    if measure_secagg and from_messages is None:
+        raise typer.BadParameter("--measure-secagg goes with --from-messages (a full calibration times SecAgg+'s "
+                                 "crypto anyway)", param_hint="--measure-secagg")
     if from_messages is not None:
         measured = read_measurements(from_messages)
+        if measure_secagg:
+            from fedbw.fl.privacy.costs import measure_secagg_costs
+
+            measured.secagg = measure_secagg_costs(repeats=5).to_json()
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
                       transient=True) as bar:

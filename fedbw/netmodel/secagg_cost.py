@@ -17,16 +17,23 @@ client
   unmask                  (look-ups only)
 server
   collect_masked_vectors  n × add L mod M (the masked sum)
-  unmask                  per surviving client: combine its seed's shares (Lagrange over every share
-                          collected, ≈ shares of them: ∝ shares²), expand and subtract its mask;
-                          per dropped client: combine its key's shares, then per neighbour ECDH + expand
-                          + add its pairwise mask; dequantize L
+  unmask                  per surviving client: combine its seed from the shares its surviving
+                          neighbours (and itself) hold, expand and subtract its mask;
+                          per dropped client: combine its key from its surviving neighbours' shares,
+                          then per neighbour ECDH + expand + add its pairwise mask; dequantize L
+
+Combining m shares (pycryptodome's Lagrange interpolation, per 16-byte chunk of the secret) costs one
+field inversion per share and m² multiplications: a·m + b·m², with no fixed part (measured on this VM
+from 2 to 33 shares: the linear part dominates below about 10). How many shares the server has depends on
+who dropped: a node's neighbours are a fresh uniform draw each round (Flower shuffles its ring), so the
+number of dropped neighbours is hypergeometric, and the model takes the combine's expectation over it.
 
 Pure arithmetic: no Flower, no torch.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -45,11 +52,11 @@ class SecAggCostConstants:
     decrypt_s: float
     share_split_s: float  #: Shamir-split a client's two secrets (mask seed, key): fixed part …
     share_split_per_share_threshold_s: float  #: … + this × shares × threshold
-    combine_seed_s: float  #: combine a surviving client's mask seed (32 B) from its shares: fixed …
-    combine_seed_per_share_sq_s: float  #: … + this × shares²
-    combine_key_s: float  #: combine a dropped client's private key (≈ 10× the seed's bytes) from its k
-    #: neighbours' shares (its own is lost; the mean over which one): fixed …
-    combine_key_per_share_sq_s: float  #: … + this × k²
+    combine_seed_per_share_s: float  #: combine a surviving client's mask seed (32 B) from m shares: this × m …
+    combine_seed_per_share_sq_s: float  #: … + this × m²
+    combine_key_per_share_s: float  #: combine a dropped client's private key (306 B, ≈ 10× the seed's chunks)
+    #: from m shares (the mean over which shares: pycryptodome's cost depends on their x): this × m …
+    combine_key_per_share_sq_s: float  #: … + this × m²
     prg_s: float  #: expand one mask: fixed part …
     prg_per_value_s: float  #: … + this per value
     quantize_per_value_s: float  #: weight scaling + clip + stochastic rounding (dequantize on the server)
@@ -64,7 +71,18 @@ class SecAggCostConstants:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SecAggCostConstants:
+        """The constants from their JSON; ValueError for constants of the earlier combine form."""
+        if OLD_FORM & set(data):
+            raise ValueError(OLD_FORM_MESSAGE)
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+#: Fields of the combine's earlier form (a fixed part + shares², fitted on combines from every share),
+#: which overcharged a dropped client about twice at 3 shares (docs/privacy-overhead.md, 2026-12-05).
+OLD_FORM = frozenset({"combine_seed_s", "combine_key_s"})
+OLD_FORM_MESSAGE = ("SecAgg+ constants of the combine's earlier form (combine_seed_s, combine_key_s, before "
+                    "2026-12-06); measure them again, in about 35 s: `fedbw calibrate --from-messages "
+                    "NAME.messages.jsonl --measure-secagg --out NAME.toml`")
 
 
 def _prg(c: SecAggCostConstants, values: int) -> float:
@@ -76,11 +94,24 @@ def _split(c: SecAggCostConstants, shares: int, threshold: int) -> float:
 
 
 def _combine_seed(c: SecAggCostConstants, shares: int) -> float:
-    return c.combine_seed_s + c.combine_seed_per_share_sq_s * shares**2
+    return c.combine_seed_per_share_s * shares + c.combine_seed_per_share_sq_s * shares**2
 
 
 def _combine_key(c: SecAggCostConstants, shares: int) -> float:
-    return c.combine_key_s + c.combine_key_per_share_sq_s * shares**2
+    return c.combine_key_per_share_s * shares + c.combine_key_per_share_sq_s * shares**2
+
+
+def lost_neighbours(others: int, lost: int, neighbours: int, most: int) -> list[tuple[int, float]]:
+    """(j, probability) that j of a node's ``neighbours`` are among the ``lost`` of the ``others`` nodes
+    (hypergeometric: Flower draws every node's neighbours afresh each round), given j ≤ ``most`` (a node
+    left with fewer shares than the threshold halts the round, which then has no unmask to pay for).
+    When no j ≤ ``most`` is possible, the unconditioned distribution."""
+    total = math.comb(others, neighbours)
+    dist = [(j, math.comb(lost, j) * math.comb(others - lost, neighbours - j) / total)
+            for j in range(max(0, neighbours - (others - lost)), min(lost, neighbours) + 1)]
+    kept = [(j, p) for j, p in dist if j <= most]
+    mass = sum(p for _, p in kept)
+    return [(j, p / mass) for j, p in kept] if mass > 0 else dist
 
 
 def default_threshold(shares: int) -> int:
@@ -107,9 +138,10 @@ def client_stage_s(stage: str, shares: int, vector_len: int, c: SecAggCostConsta
 
 
 def server_stage_s(stage: str, clients: int, shares: int, vector_len: int, c: SecAggCostConstants,
-                   dropped: int = 0) -> float:
+                   dropped: int = 0, threshold: int | None = None) -> float:
     """The server's CPU seconds in ``stage`` for ``clients`` sampled, ``dropped`` of them lost after the
-    share exchange (their masked vectors never came, so their pairwise masks must be regenerated)."""
+    share exchange (their masked vectors never came, so their pairwise masks must be regenerated), in a
+    round that completes (``threshold``: the reconstruction threshold, a majority of the shares if None)."""
     if not 0 <= dropped < clients:
         raise ValueError(f"dropped ({dropped}) must be in 0..clients-1 ({clients - 1})")
     k, values = shares - 1, vector_len + 1
@@ -119,9 +151,16 @@ def server_stage_s(stage: str, clients: int, shares: int, vector_len: int, c: Se
     if stage == "collect_masked_vectors":
         return clients * c.server_per_client_s + alive * c.add_per_value_s * values
     if stage == "unmask":
-        # a dropped client's key comes back from its k surviving neighbours, its own share is lost with it
-        per_alive = _combine_seed(c, shares) + _prg(c, values) + c.add_per_value_s * values
-        per_dropped = _combine_key(c, k) + k * (c.ecdh_s + _prg(c, values) + c.add_per_value_s * values)
+        # a survivor's seed comes back from the shares of its neighbourhood's survivors (its own included); a
+        # dropped client's key from its surviving neighbours' (its own share is lost with it); Flower combines
+        # every share it collected, so each dropped neighbour means one share fewer
+        t = default_threshold(shares) if threshold is None else threshold
+        seed = sum(p * _combine_seed(c, shares - j)
+                   for j, p in lost_neighbours(clients - 1, dropped, k, shares - t)) if alive else 0.0
+        key = sum(p * _combine_key(c, k - j)
+                  for j, p in lost_neighbours(clients - 1, dropped - 1, k, k - t)) if dropped else 0.0
+        per_alive = seed + _prg(c, values) + c.add_per_value_s * values
+        per_dropped = key + k * (c.ecdh_s + _prg(c, values) + c.add_per_value_s * values)
         return (alive * (c.server_per_client_s + per_alive) + dropped * per_dropped
                 + c.quantize_per_value_s * values)
     raise ValueError(f"unknown SecAgg+ stage {stage!r}; stages are {', '.join(STAGES)}")
@@ -134,9 +173,9 @@ def client_round_s(shares: int, vector_len: int, c: SecAggCostConstants,
 
 
 def server_round_s(clients: int, shares: int, vector_len: int, c: SecAggCostConstants,
-                   dropped: int = 0) -> dict[str, float]:
+                   dropped: int = 0, threshold: int | None = None) -> dict[str, float]:
     """The server's CPU seconds per stage of a round."""
-    return {s: server_stage_s(s, clients, shares, vector_len, c, dropped) for s in STAGES}
+    return {s: server_stage_s(s, clients, shares, vector_len, c, dropped, threshold) for s in STAGES}
 
 
 # ------------------------------------------------------------------------------------ fitting
@@ -145,7 +184,7 @@ def server_round_s(clients: int, shares: int, vector_len: int, c: SecAggCostCons
 @dataclass
 class PrimitiveSamples:
     """Timings of one machine: per primitive, (size, seconds) pairs (size: shares·threshold for splits,
-    shares² for combines, values for vector operations; 0 for fixed-size ones)."""
+    shares combined for combines, values for vector operations; 0 for fixed-size ones)."""
 
     samples: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
 
@@ -164,7 +203,27 @@ def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
     return max(0.0, my - slope * mx), slope
 
 
-def _best(points: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+def fit_linear_and_square(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares (a, b) of y = a·x + b·x² through the origin, each ≥ 0: where the joint fit gives one
+    a negative value, that one is 0 and the other is fitted alone."""
+    sxx = sum(x * x for x, _ in points)
+    sx3 = sum(x**3 for x, _ in points)
+    sx4 = sum(x**4 for x, _ in points)
+    sxy = sum(x * y for x, y in points)
+    sx2y = sum(x * x * y for x, y in points)
+    det = sxx * sx4 - sx3 * sx3
+    if det > 0:
+        a, b = (sxy * sx4 - sx2y * sx3) / det, (sx2y * sxx - sxy * sx3) / det
+        if a >= 0 and b >= 0:
+            return a, b
+    only_a = sxy / sxx if sxx else 0.0
+    only_b = sx2y / sx4 if sx4 else 0.0
+    err_a = sum((y - only_a * x) ** 2 for x, y in points)
+    err_b = sum((y - only_b * x * x) ** 2 for x, y in points)
+    return (max(0.0, only_a), 0.0) if err_a <= err_b else (0.0, max(0.0, only_b))
+
+
+def fastest_per_size(points: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
     """The fastest sample per size: on a shared machine the minimum is the closest to the uncontended cost
     (other load only ever adds time), the usual microbenchmark estimator."""
     best: dict[int, float] = {}
@@ -174,7 +233,7 @@ def _best(points: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
 
 
 def _median(points: Iterable[tuple[int, float]]) -> float:
-    return statistics.median(secs for _, secs in _best(points))
+    return statistics.median(secs for _, secs in fastest_per_size(points))
 
 
 def fit_constants(samples: PrimitiveSamples, machine: str = "", measured: str = "") -> SecAggCostConstants:
@@ -183,18 +242,18 @@ def fit_constants(samples: PrimitiveSamples, machine: str = "", measured: str = 
 
     ``client_stage`` and ``server_client`` samples (the bookkeeping of a real round's stage) are optional.
     """
-    s = {name: _best(points) for name, points in samples.samples.items()}
+    s = {name: fastest_per_size(points) for name, points in samples.samples.items()}
     split0, split1 = fit_line(s["share_split"])
-    seed0, seed1 = fit_line(s["combine_seed"])
-    key0, key1 = fit_line(s["combine_key"])
+    seed1, seed2 = fit_linear_and_square(s["combine_seed"])
+    key1, key2 = fit_linear_and_square(s["combine_key"])
     prg0, prg1 = fit_line(s["prg"])
     _, quant = fit_line(s["quantize"])
     _, add = fit_line(s["add"])
     return SecAggCostConstants(
         keygen_s=_median(s["keygen"]), ecdh_s=_median(s["ecdh"]), encrypt_s=_median(s["encrypt"]),
         decrypt_s=_median(s["decrypt"]), share_split_s=split0, share_split_per_share_threshold_s=split1,
-        combine_seed_s=seed0, combine_seed_per_share_sq_s=seed1, combine_key_s=key0,
-        combine_key_per_share_sq_s=key1, prg_s=prg0, prg_per_value_s=prg1,
+        combine_seed_per_share_s=seed1, combine_seed_per_share_sq_s=seed2, combine_key_per_share_s=key1,
+        combine_key_per_share_sq_s=key2, prg_s=prg0, prg_per_value_s=prg1,
         quantize_per_value_s=quant, add_per_value_s=add,
         client_stage_overhead_s=_median(s["client_stage"]) if s.get("client_stage") else 0.0,
         server_per_client_s=_median(s["server_client"]) if s.get("server_client") else 0.0,

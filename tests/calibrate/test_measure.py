@@ -65,3 +65,34 @@ def test_a_damaged_messages_file_is_one_line(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["calibrate", "--from-messages", str(bad), "--out", str(tmp_path / "c.toml")])
     assert res.exit_code == 2 and "the head lacks what the fit needs" in res.output
     assert "Traceback" not in res.output and not (tmp_path / "c.toml").exists()
+
+
+def test_measure_secagg_times_the_crypto_again_and_needs_from_messages(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A calibration whose SecAgg+ constants are of an earlier form is refused with the command that measures
+    them again; that command keeps the messages' fit and replaces only the crypto."""
+    import dataclasses
+
+    import fedbw.fl.privacy.costs as costs
+    from fedbw.netmodel.secagg_cost import SecAggCostConstants
+
+    fresh = SecAggCostConstants(**{f.name: 0.5 for f in dataclasses.fields(SecAggCostConstants)
+                                   if f.type in ("float", float)})
+    monkeypatch.setattr(costs, "measure_secagg_costs", lambda **_: fresh)
+    old = _measurements()
+    old.secagg = {**fresh.to_json(), "combine_seed_s": 0.001, "combine_key_s": 0.01}
+    src = write_measurements(tmp_path / "old.messages.jsonl", old)
+    refused = CliRunner().invoke(app, ["calibrate", "--from-messages", str(src), "--out", str(tmp_path / "a.toml")])
+    assert refused.exit_code == 2 and "--measure-secagg" in refused.output and "Traceback" not in refused.output
+    alone = CliRunner().invoke(app, ["calibrate", "--measure-secagg", "--out", str(tmp_path / "b.toml")])
+    assert alone.exit_code == 2 and "--from-messages" in alone.output
+    res = CliRunner().invoke(app, ["calibrate", "--from-messages", str(src), "--measure-secagg",
+                                   "--out", str(tmp_path / "c.toml")])
+    assert res.exit_code == 0, res.output
+    cal = read_calibration(tmp_path / "c.toml")
+    assert cal.secagg == fresh
+    assert cal.constants["hop_s_per_mib"].value == pytest.approx(HOP[1], abs=1e-9)
+    (tmp_path / "old.toml").write_text((tmp_path / "c.toml").read_text().replace(
+        "combine_key_per_share_s =", "combine_key_s ="))
+    with pytest.raises(Exception, match="measure them again"):
+        read_calibration(tmp_path / "old.toml")

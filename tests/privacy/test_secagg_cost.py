@@ -14,6 +14,8 @@ from fedbw.netmodel.secagg_cost import (
     client_stage_s,
     fit_constants,
     fit_line,
+    fit_linear_and_square,
+    lost_neighbours,
     server_round_s,
     server_stage_s,
 )
@@ -46,7 +48,11 @@ def test_server_regenerates_masks_for_every_dropped_client():
     assert server_stage_s("unmask", n, shares, length, only(prg_s=1), dropped=2) == 8 + 2 * 4  # + pairwise
     assert server_stage_s("unmask", n, shares, length, only(ecdh_s=1), dropped=2) == 2 * 4
     assert server_stage_s("unmask", n, shares, length, only(combine_key_per_share_sq_s=1), dropped=1) == 4**2
-    assert server_stage_s("unmask", n, shares, length, only(combine_seed_per_share_sq_s=1), dropped=1) == 9 * 25
+    # a survivor's seed from its neighbourhood's survivors: 4 of the 9 others are its neighbours, so the one
+    # dropped client is among them with chance 4/9, and its seed then comes from 4 shares instead of 5
+    assert server_stage_s("unmask", n, shares, length, only(combine_seed_per_share_sq_s=1),
+                          dropped=1) == pytest.approx(9 * (5 / 9 * 25 + 4 / 9 * 16))
+    assert server_stage_s("unmask", n, shares, length, only(combine_seed_per_share_s=1)) == 10 * 5
     assert server_stage_s("collect_masked_vectors", n, shares, length, only(add_per_value_s=1), dropped=3) == 7 * 1001
     assert server_round_s(n, shares, length, only(keygen_s=1)) == dict.fromkeys(STAGES, 0.0)  # clients make keys
     with pytest.raises(ValueError, match="dropped"):
@@ -60,12 +66,40 @@ def test_fit_takes_the_fastest_repeat_per_size_and_a_line_over_sizes():
     for name in ("keygen", "ecdh", "encrypt", "decrypt"):
         s.add(name, 0, 0.5)
         s.add(name, 0, 0.1)  # load only adds time: the fastest repeat counts
-    for name in ("share_split", "combine_seed", "combine_key", "prg", "quantize", "add"):
+    for name in ("share_split", "prg", "quantize", "add"):
         for x in (10, 20, 30):
             s.add(name, x, 1.0 + 0.01 * x)
             s.add(name, x, 9.0)
+    for name in ("combine_seed", "combine_key"):
+        for m in (2, 4, 8, 16):
+            s.add(name, m, 0.003 * m + 0.0004 * m * m)
+            s.add(name, m, 9.0)
     c = fit_constants(s, machine="m")
     assert c.keygen_s == c.ecdh_s == 0.1 and c.machine == "m"
     assert (c.prg_s, c.prg_per_value_s) == pytest.approx((1.0, 0.01))
+    assert (c.combine_key_per_share_s, c.combine_key_per_share_sq_s) == pytest.approx((0.003, 0.0004))
     assert c.client_stage_overhead_s == 0.0
     assert SecAggCostConstants.from_json(c.to_json()) == c
+
+
+def test_a_nodes_lost_neighbours_are_a_hypergeometric_draw_given_the_round_completes():
+    dist = lost_neighbours(9, 3, 4, most=4)  # 4 neighbours among 9 others, 3 of them dropped
+    assert sum(p for _, p in dist) == pytest.approx(1)
+    assert sum(j * p for j, p in dist) == pytest.approx(4 * 3 / 9)  # the hypergeometric mean
+    kept = dict(lost_neighbours(9, 3, 4, most=1))  # more than 1 lost halts the round: it costs nothing
+    assert set(kept) == {0, 1} and sum(kept.values()) == pytest.approx(1)
+    assert kept[1] / kept[0] == pytest.approx(dict(dist)[1] / dict(dist)[0])
+    assert lost_neighbours(4, 2, 4, most=4) == [(2, 1.0)]  # every other node a neighbour: no draw
+    assert lost_neighbours(9, 3, 4, most=-1) == dist  # no completing round: unconditioned
+
+
+def test_the_combine_is_fitted_as_linear_and_square_through_the_origin_never_negative():
+    assert fit_linear_and_square([(m, 2 * m + 0.5 * m * m) for m in (2, 3, 5, 9)]) == pytest.approx((2, 0.5))
+    a, b = fit_linear_and_square([(m, 3 * m - 0.01 * m * m) for m in (2, 4, 8)])  # concave: no square term
+    assert b == 0 and a > 0
+
+
+def test_constants_of_the_earlier_combine_form_are_refused_with_the_command_that_measures_them():
+    old = {**ZERO.to_json(), "combine_seed_s": 0.001, "combine_key_s": 0.01}
+    with pytest.raises(ValueError, match="--measure-secagg"):
+        SecAggCostConstants.from_json(old)

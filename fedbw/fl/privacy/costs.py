@@ -11,10 +11,13 @@ runs this and writes ``benchmarks/results/secagg-costs.json``.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import platform
+import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,17 +39,39 @@ from flwr.supercore.primitives.asymmetric import (
 from fedbw.netmodel.secagg_cost import PrimitiveSamples, SecAggCostConstants, fit_constants
 
 #: Sizes the full measurement sweeps (the quick one, for tests and calibrate --quick, takes the first two).
-SHARES = (3, 5, 9, 17)
+SHARES = (3, 5, 7, 9, 13, 17)
 VECTOR_LENGTHS = (10_000, 100_000, 1_000_000)
 
 
 def _time(fn: Callable[[], object], repeats: int) -> list[float]:
     out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
+    with no_gc():
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
     return out
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector held off, as ``timeit`` does: a full collection in a process that
+    has loaded torch and Flower takes tens of milliseconds, which would land on whichever timing it hits
+    (a round of the 10-client unmask at 81.5 ms of CPU time among others of 31.5 to 45 ms, 2026-12-06)."""
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _mean_over_missing(shares: list[bytes], repeats: int) -> float:
+    """Combining all but one of ``shares``: the mean over which one is missing of the fastest repeat."""
+    return statistics.fmean(min(_time(lambda sh=shares[:i] + shares[i + 1:]: combine_shares(sh), repeats))
+                            for i in range(len(shares)))
 
 
 def machine_description() -> str:
@@ -89,17 +114,17 @@ def measure_secagg_samples(repeats: int = 5, shares: Sequence[int] = SHARES,
         for a, b in zip(_time(lambda t=threshold, n=n: create_shares(seed, t, n), repeats),
                         _time(lambda t=threshold, n=n: create_shares(sk_b, t, n), repeats)):
             s.add("share_split", n * threshold, a + b)
-        # the server combines every share it collected: a survivor's seed from all n holders; a dropped
-        # client's key from its n − 1 neighbours, its own share lost with it. Which share is lost matters:
-        # pycryptodome's combine takes about 9× longer when the share at x = 1 is among them (n = 3, a
-        # 306-byte key: 9.4 ms against 1.1 ms), so the key is timed with each holder lost in turn (the
-        # fastest of the repeats for each) and the mean over which holder was lost is the sample.
+        # the server combines every share it collected: a survivor's seed from its neighbourhood's
+        # survivors (all n, or n − 1 when a neighbour dropped), a dropped client's key from its n − 1
+        # neighbours, its own share lost with it. Which share is missing matters: pycryptodome's combine
+        # is about 9× faster for the two shares at x = 2 and 3 (n = 3, a 306-byte key: 1.1 ms against
+        # 9.4 ms), so a combine from n − 1 is timed with each share missing in turn (the fastest of the
+        # repeats for each), and the mean over which one is the sample.
         seed_shares, key_shares = create_shares(seed, threshold, n), create_shares(sk_b, threshold, n)
         for t in _time(lambda sh=seed_shares: combine_shares(sh), repeats):
-            s.add("combine_seed", n * n, t)
-        per_lost = [min(_time(lambda sh=key_shares[:lost] + key_shares[lost + 1:]: combine_shares(sh), repeats))
-                    for lost in range(n)]
-        s.add("combine_key", (n - 1) ** 2, sum(per_lost) / n)
+            s.add("combine_seed", n, t)
+        s.add("combine_seed", n - 1, _mean_over_missing(seed_shares, repeats))
+        s.add("combine_key", n - 1, _mean_over_missing(key_shares, repeats))
     rng = np.random.default_rng(0)
     for n_values in vector_lengths:
         shape = [(n_values,)]
@@ -117,7 +142,7 @@ def measure_secagg_samples(repeats: int = 5, shares: Sequence[int] = SHARES,
 
 
 def measure_secagg_costs(repeats: int = 5, quick: bool = False) -> SecAggCostConstants:
-    """The cost model's constants for this machine (``quick``: fewer sizes, ≈ 2 s instead of ≈ 10 s).
+    """The cost model's constants for this machine (``quick``: fewer sizes, ≈ 2 s instead of ≈ 35 s).
 
     Besides the primitives, it runs ``repeats`` tiny real rounds (3 clients, 1,000 values): the client's
     unmask stage, which does no crypto, measures the mod's own per-stage bookkeeping, and the server's
@@ -160,7 +185,9 @@ def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: 
     Client: the time inside ``secaggplus_mod`` minus the app's own (training) time. Server: each stage
     of ``SecAggPlusWorkflow`` minus the time it waits in ``send_and_receive`` (where the in-process
     clients run and messages are serialized). ``dropped`` clients go silent after the share exchange.
-    """
+    Times are the process's CPU time (what the model counts): on a shared VM a stage of tens of
+    milliseconds is otherwise at the mercy of the moments the host takes the CPU away (10 clients, 1
+    dropped, 2026-12-06: six rounds' unmask stages took 32.8 to 83.1 ms of wall time)."""
     from flwr.client import NumPyClient
     from flwr.client.mod import secaggplus_mod
     from flwr.clientapp import ClientApp
@@ -177,11 +204,11 @@ def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: 
     def timer(store: dict[tuple[int, str], float], stage_from: Callable[[Message], str]):
         def mod(msg: Message, ctxt: Context, call_next: Callable[[Message, Context], Message]) -> Message:
             key = (ctxt.node_id, stage_from(msg))
-            t0 = time.perf_counter()
+            t0 = _cpu()
             try:
                 return call_next(msg, ctxt)
             finally:
-                store[key] = store.get(key, 0.0) + time.perf_counter() - t0
+                store[key] = store.get(key, 0.0) + _cpu() - t0
         return mod
 
     arrays = [np.random.default_rng(1).normal(0, 0.1, vector_len).astype(np.float32)]
@@ -219,9 +246,9 @@ def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: 
 
         def timed(self: Any, grid: Any, context: Any, state: Any) -> bool:
             waited["s"] = 0.0
-            t0 = time.perf_counter()
+            t0 = _cpu()
             ok = original(self, _WaitTimer(grid, waited), context, state)
-            server[stage] = time.perf_counter() - t0 - waited["s"]
+            server[stage] = _cpu() - t0 - waited["s"]
             if not ok and halted["at"] is None:
                 halted["at"] = stage
             return bool(ok)
@@ -236,7 +263,8 @@ def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: 
                modulus_range=modulus_range)
     strategy = FedAvg(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=clients,
                       min_available_clients=clients, initial_parameters=ndarrays_to_parameters(arrays))
-    run_legacy(grid, strategy, 1, wf)
+    with no_gc():
+        run_legacy(grid, strategy, 1, wf)
     per_stage: dict[str, list[float]] = {}
     for (nid, stage), secs in outer.items():
         if nid in silent and stage in ("collect_masked_vectors", "unmask"):
@@ -245,6 +273,11 @@ def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: 
     return RoundCosts(clients, shares, t, vector_len, dropped,
                       client_s={k: float(np.mean(v)) for k, v in per_stage.items()}, server_s=server,
                       halted_at=halted["at"])
+
+
+def _cpu() -> float:
+    """This process's CPU time, every thread (Flower's Shamir combine runs in a thread pool)."""
+    return time.process_time()
 
 
 class _WaitTimer:
@@ -257,8 +290,8 @@ class _WaitTimer:
         return getattr(self._grid, name)
 
     def send_and_receive(self, messages: Any, *, timeout: float | None = None) -> Any:
-        t0 = time.perf_counter()
+        t0 = _cpu()
         try:
             return list(self._grid.send_and_receive(messages, timeout=timeout))
         finally:
-            self._waited["s"] += time.perf_counter() - t0
+            self._waited["s"] += _cpu() - t0

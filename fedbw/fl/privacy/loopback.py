@@ -14,6 +14,7 @@ dropped node (``drop``) never replies, as after a timeout.
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +24,7 @@ from typing import Any
 from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.common.logger import FLOWER_LOGGER
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key
 from flwr.serverapp.grid import Grid
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, no_object_id_recompute
@@ -163,11 +165,12 @@ class LoopbackGrid(Grid):
 
 
 def run_legacy(grid: LoopbackGrid, strategy: Any, num_rounds: int, fit_workflow: Any = None) -> Any:
-    """Run Flower's DefaultWorkflow (legacy path) on the loopback grid; returns the LegacyContext."""
+    """Run Flower's DefaultWorkflow (legacy path) on the loopback grid; returns the LegacyContext. Flower's
+    log lines below ERROR are held back meanwhile: these rounds are measurements, not the user's run."""
     from flwr.server import LegacyContext, ServerConfig
     from flwr.server.workflow import DefaultWorkflow
 
-    with task_identity(grid.run.run_id, SUPERLINK_NODE_ID):
+    with _flower_quiet(), task_identity(grid.run.run_id, SUPERLINK_NODE_ID):
         context = LegacyContext(
             context=Context(run_id=grid.run.run_id, node_id=SUPERLINK_NODE_ID, node_config={},
                             state=RecordDict(), run_config={}),
@@ -175,6 +178,16 @@ def run_legacy(grid: LoopbackGrid, strategy: Any, num_rounds: int, fit_workflow:
         workflow = DefaultWorkflow(fit_workflow=fit_workflow) if fit_workflow is not None else DefaultWorkflow()
         workflow(grid, context)
     return context
+
+
+@contextlib.contextmanager
+def _flower_quiet() -> Iterator[None]:
+    level = FLOWER_LOGGER.level
+    FLOWER_LOGGER.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        FLOWER_LOGGER.setLevel(level)
 
 
 __all__ = ["Exchange", "LoopbackGrid", "message_bytes", "run_legacy", "stage_of",

@@ -52,9 +52,11 @@ def test_a_round_that_gives_up_says_where_so_its_time_is_not_read_as_a_cost() ->
     assert measure_secagg_round(5, 3, 1000).halted_at is None
 
 
-def test_a_dropped_clients_key_is_timed_from_its_neighbours_shares_with_each_one_lost_in_turn() -> None:
+def test_combines_are_timed_from_the_shares_the_server_has_with_each_one_missing_in_turn() -> None:
+    """A dropped client's key comes from its n − 1 neighbours (its own share is lost); a survivor's seed from
+    all n, or n − 1 when a neighbour dropped. The sample's size is the number of shares combined."""
     from fedbw.fl.privacy.costs import measure_secagg_samples
 
     samples = measure_secagg_samples(1, shares=(3, 5), vector_lengths=(1000,))
-    assert [x for x, _ in samples.samples["combine_key"]] == [4, 16]  # k² for k = shares − 1 holders left
-    assert [x for x, _ in samples.samples["combine_seed"]] == [9, 25]
+    assert [x for x, _ in samples.samples["combine_key"]] == [2, 4]
+    assert [x for x, _ in samples.samples["combine_seed"]] == [3, 2, 5, 4]
