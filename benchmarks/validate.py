@@ -482,7 +482,8 @@ def stability(other: Path) -> dict[str, Any]:
     """Issue 31.6: the grid's steady rounds as estimate predicts them with the frozen (shipped) calibration
     and with ``other`` (another calibration of this machine, measured hours apart), side by side: how much
     of a prediction is the hour the constants were measured at. estimate only: the two differ in Flower's
-    costs alone, the bytes and the compute being the model's in both."""
+    costs (and in SecAgg+'s crypto, milliseconds a round, where one was timed again with
+    ``--measure-secagg``), the bytes and the compute being the model's in both."""
     from fedbw.calibration.file import default_calibration, read_calibration
     from fedbw.engines.estimate import run_estimate
     from fedbw.plan import build_plan
