@@ -342,25 +342,34 @@ EMULATION_CONFIG: dict[str, Any] = {
     "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}}
 
 
-def emulation(out: Path, rounds: int, clients_list: list[int], dilations: list[str]) -> dict[str, Any]:
+def emulation(out: Path, rounds: int, clients_list: list[int], dilations: list[str],
+              cap_periods: list[int | None] | None = None) -> dict[str, Any]:
     """emulate (undilated and dilated) against simulate on the same plan, per transfer and per round;
     with ``--trials N``, N emulate runs per row: their steady rounds pooled, and emulate against itself
-    (the same transfer in two runs of one config), which bounds how closely any model can agree."""
+    (the same transfer in two runs of one config), which bounds how closely any model can agree.
+    ``cap_periods``: a row per period of the devices' CPU caps (``emulate.cap_period_ms``), in that order."""
     rows = []
     for n in clients_list:
         cfg = {**EMULATION_CONFIG, "name": f"emulation-{n}", "training": {"rounds": rounds},
                "clients": {**EMULATION_CONFIG["clients"], "total": n, "per_round": n}}
         for k in dilations:
-            emu_cfg = {**cfg, "emulate": {"dilation": "auto" if k == "auto" else float(k)}}
-            trials, failures = emulate_trials(emu_cfg, out)
-            if not trials:  # a failed run is a row that says so, not a lost benchmark
-                rows.append({"clients": n, "dilation_setting": k, "error": failures[0]})
-                continue
-            references = [r for _, r in trials if r is not None]
-            cal, factor = model_calibration(out, statistics.mean(references) if references else None)
-            sim = run(with_calibration(cfg, cal), "simulate", out)
-            row = {**emulation_row(n, sim, [t for t, _ in trials]), "host_speed": factor}
-            rows.append({**row, "failed_trials": failures} if failures else row)
+            for i, period in enumerate(cap_periods or [None]):
+                emulate = {"dilation": "auto" if k == "auto" else float(k)}
+                # a name per position: --reuse then resumes each entry, a period asked twice included
+                name = cfg["name"] if period is None else f"{cfg['name']}-{i + 1}-period-{period}"
+                emu_cfg = {**cfg, "name": name,
+                           "emulate": emulate if period is None else {**emulate, "cap_period_ms": period}}
+                trials, failures = emulate_trials(emu_cfg, out)
+                if not trials:  # a failed run is a row that says so, not a lost benchmark
+                    rows.append({"clients": n, "dilation_setting": k, "cap_period_ms": period, "error": failures[0]})
+                    continue
+                references = [r for _, r in trials if r is not None]
+                cal, factor = model_calibration(out, statistics.mean(references) if references else None)
+                sim = run(with_calibration(cfg, cal), "simulate", out)
+                row = {**emulation_row(n, sim, [t for t, _ in trials]), "host_speed": factor}
+                if period is not None:
+                    row["cap_period_ms"] = period
+                rows.append({**row, "failed_trials": failures} if failures else row)
     return {"rows": rows, "config": EMULATION_CONFIG, "rounds": rounds, "trials": TRIALS[0],
             "calibration": calibration_record()}
 
@@ -628,6 +637,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--clients", default=None, help="client counts, comma-separated (deployment: 1,2; emulation: 2,4,8)")
     ap.add_argument("--dilations", default="1,auto", help="emulation: dilations to run, comma-separated (K or auto)")
+    ap.add_argument("--cap-periods", default=None,
+                    help="emulation: the devices' CPU caps' periods in ms, comma-separated, a row each in this order "
+                         "(emulate.cap_period_ms; default: emulate's own)")
     ap.add_argument("--dilation", default="auto", help="deployment, privacy, scale: emulate's dilation (K or auto)")
     ap.add_argument("--skip-apps", action="store_true", help="deployment: skip simulate/emulate --app")
     ap.add_argument("--short-rounds", type=int, default=None,
@@ -677,8 +689,9 @@ def main() -> None:
         report.update(deployment(out, args.rounds, [int(c) for c in (args.clients or "1,2").split(",")],
                                  args.skip_apps, args.dilation, args.short_rounds))
     elif args.case == "emulation":
+        periods = [int(p) for p in args.cap_periods.split(",")] if args.cap_periods else None
         report.update(emulation(out, args.rounds, [int(c) for c in (args.clients or "2,4,8").split(",")],
-                                args.dilations.split(",")))
+                                args.dilations.split(","), periods))
     elif args.case == "privacy":
         report.update(privacy(out, args.rounds, args.dilation))
     elif args.case == "link":

@@ -168,6 +168,13 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
+def earlier_run(data: dict[str, Any]) -> dict[str, Any]:
+    """The measured side of the server rows a new run replaces (when, and per cell the unmask measured)."""
+    return {"date": data.get("server_date", data.get("date")),
+            "rows": [{"clients": r["clients"], "shares": r["shares"], "dropped": r["dropped"],
+                      "measured_s": r["measured_s"]} for r in data["server"] if not r.get("halted")]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("parts", nargs="*", default=["bytes", "server"], help="bytes, server (default: both)")
@@ -189,9 +196,12 @@ def main() -> None:
         worst = max(abs(r["error"]) for r in data["bytes"])
         print(f"bytes: largest |error| {100 * worst:.2f} % over {len(data['bytes'])} stage rows")
     if "server" in args.parts:
+        if data.get("server"):  # every earlier run's measured unmask stays: how far the host itself moves
+            data["earlier_server"] = [*data.get("earlier_server", []), earlier_run(data)]
         data["combine_key"] = combine_rows()
         data["survival"] = survival_rows()
         data["server"] = server_rows(args.repeats)
+        data["server_date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     data.update({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                  "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                  "vector_len": VECTOR_LEN, "repeats": args.repeats, "dropout_repeats": max(args.repeats, DROPOUT_REPEATS), "made_by": model_stamp(load_costs(None)),

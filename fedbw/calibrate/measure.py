@@ -231,6 +231,10 @@ def measure(rounds: int = 12, step: Step = lambda what, i, n: None, command: str
     shaped: list[ShapedRun] = list(SHAPED_RUNS.values())
     steps = len(SYNTHETIC_MODELS) + len(PROBE_PARAMS) + len(shaped) + 2
     m = Measurements(dilation=k, capped=capped, provenance=provenance(command))
+    if capped:  # what a capped device's CPU costs depends on the caps' period (docs/fidelity.md)
+        from fedbw.config.sections import EmulateConfig
+
+        m.provenance["cap_period_ms"] = EmulateConfig().cap_period_ms
     m.references.append(host_reference_s())  # the host's speed before, between and after the measurements
     with tempfile.TemporaryDirectory(prefix="fedbw-calibrate-", dir=workdir) as tmp:
         out = Path(tmp)

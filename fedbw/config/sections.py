@@ -276,6 +276,9 @@ class EmulateConfig(Section):
                          '(cores − 0.5)⌉')
     cap_cpu: bool = Field(True, description="under dilation, cap each device's processes to cpu_speed/K of a "
                                             "core and the server's to 2/K (cgroups; root or a delegated cgroup)")
+    cap_period_ms: int = Field(100, ge=10, le=1000, description="the caps' accounting period: a capped device runs "
+                                                                "its share of each period, then waits out the rest "
+                                                                "(100: the kernel's; docs/fidelity.md compares 400)")
     hosts: Literal["loopback", "netns"] = Field(
         "loopback", description='"loopback": every process on this host\'s 127.0.0.1; "netns": the SuperLink and '
                                 'each SuperNode on a network host of its own (namespaces; root and `ip netns`), '

@@ -28,6 +28,8 @@ def emulation_markdown(data: dict[str, Any]) -> str:
                         + ["-"] * (len(head) - 3))
             continue
         k = f"{r['dilation']:g}×" + (" capped" if r["cpu_capped"] else "") if r["dilation"] > 1 else "none"
+        if r.get("cap_period_ms") is not None:
+            k += f", {r['cap_period_ms']} ms periods"
         errs = (f"{_pct(r['transfer_median_abs_error'])} / {_pct(r['transfer_max_abs_error'])}"
                 if r["transfer_median_abs_error"] is not None else "-")
         met, apart = r.get("transfers_met_push"), r.get("transfers_apart_from_push")
@@ -45,7 +47,33 @@ def emulation_markdown(data: dict[str, Any]) -> str:
               f"{_trials_note(data.get('trials', 1))}; round figures are means of rounds 2 and later (± their standard "
               f"error, where there are two or more); errors are |emulate / simulate − 1|. Measured {data['date']} "
               f"on {data['machine']}.{calibration_note(data)}{speed_note(data, data['rows'])}"
-              f"{reused_note(data.get('reused') or [])}\n\n" + _emulation_verdict(data["rows"]))
+              f"{reused_note(data.get('reused') or [])}\n\n" + _emulation_verdict(data["rows"])
+            + _periods(data["rows"]))
+
+
+def _periods(rows: list[dict[str, Any]]) -> str:
+    """Where rows differ in the caps' period: per period, emulate's round against simulate's, its transfers'
+    median error and the ClientApp's start (mean a round), over that period's rows."""
+    by: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        if "error" not in r and r.get("cap_period_ms") is not None:
+            by.setdefault(r["cap_period_ms"], []).append(r)
+    if len(by) < 2:
+        return ""
+    out = []
+    for period, rs in sorted(by.items()):
+        starts = [p["clientapp_start_s"] for r in rs for p in r.get("framework_parts_s") or []]
+        out.append([f"{period} ms", str(len(rs)),
+                    ", ".join(fmt_s(r["emulate_round_s"]) for r in rs),
+                    ", ".join(_pct(r["round_error"]) for r in rs),
+                    ", ".join(_pct(r["transfer_median_abs_error"]) for r in rs),
+                    ", ".join(f"{r['transfers_within_2pct']} of {r['transfers_ge_1s']}" for r in rs),
+                    fmt_s(sum(starts) / len(starts)) if starts else "-"])
+    return ("\n" + md_table(["caps' period", "rows", "emulate round", "round error", "transfers: median error",
+                              "within 2 %", "ClientApp start a round"], out, right={1, 2, 3, 4, 5, 6})
+            + "\nEach period's rows in the order they ran (the table above); the ClientApp's start is its part of "
+              "emulate's round (the framework's parts, cut where the model cuts them), the mean over the rows' "
+              "rounds.\n")
 
 
 def _repeat_cell(rep: dict[str, Any] | None, failed: list[str]) -> str:
@@ -70,6 +98,12 @@ HEADROOM_CMD = (".venv/bin/python benchmarks/agreement.py --case emulation --rou
 # One client count at --dilation auto and at a larger K, side by side in one run, in the emulation table's
 # form: whether the transfers that miss at auto K are the host's (they move with K) or not.
 result_table("fidelity.emulation-headroom", "agreement-emulation-headroom.json", HEADROOM_CMD, model=True)(emulation_markdown)
+
+CAP_PERIOD_CMD = (".venv/bin/python benchmarks/agreement.py --case emulation --rounds 3 --clients 8 --dilations 7 "
+                  "--cap-periods 100,400,400,100 --out benchmarks/results/agreement-cap-period.json")
+# The devices' CPU caps over 100 and 400 ms periods, alternated, in the emulation table's form: whether a
+# longer period (less CPU growth under the cap: benchmarks/cpu_cap.py) keeps emulate's transfers and rounds.
+result_table("fidelity.cap-period", "agreement-cap-period.json", CAP_PERIOD_CMD, model=True)(emulation_markdown)
 
 
 def _emulation_verdict(rows: list[dict[str, Any]]) -> str:

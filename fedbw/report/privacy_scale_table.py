@@ -4,6 +4,7 @@ from the study.json it wrote (``benchmarks/results/privacy-at-scale.json``)."""
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 from fedbw.report.doc_blocks import md_table, result_table
@@ -80,6 +81,21 @@ def _ranges(data: dict[str, Any], kinds: list[str]) -> str:
 SECAGG_CMD = ".venv/bin/python benchmarks/secagg_scale.py"
 
 
+def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
+    """Each earlier run of the same rows: how far the measured unmask moved between runs of unchanged code
+    (the host's drift, which no constant timed at one hour can follow)."""
+    now = {(r["clients"], r["shares"], r["dropped"]): r["measured_s"] for r in rows}
+    out = []
+    for run in runs:
+        moves = [now[k] / r["measured_s"] - 1 for r in run["rows"]
+                 if (k := (r["clients"], r["shares"], r["dropped"])) in now]
+        if moves:
+            out.append(f"{_pct(min(moves))} to {_pct(max(moves))} against the run of {run['date']} "
+                       f"(median {_pct(statistics.median(moves))}, {len(moves)} rows)")
+    return ("Unchanged code, measured again: this run's unmask stage is " + "; ".join(out)
+            + ". That is the host's drift, which constants timed at one hour cannot follow.\n") if out else ""
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:+.2f} %".replace("-", "−")
 
@@ -128,7 +144,8 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
                  + (f"{data['dropout_repeats']} rounds, those that finished" if "dropout_repeats" in data
                     else f"the best of {data['repeats']}") + f"): {within} of {len(measured)} within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
-                 f"Measured {data['date']} on {data['machine']}.\n")
+                 f"Measured {data.get('server_date', data['date'])} on {data['machine']}.\n"
+               + _earlier(data.get("earlier_server") or [], measured))
     if data.get("survival"):  # the chance a round completes at the study's settings (the model's rule)
         srows = [[str(r["clients"]), str(r["shares"]), f"{100 * r['dropout']:.0f} %",
                   f"{100 * r['completes']:.1f} %"] for r in data["survival"]]

@@ -85,3 +85,28 @@ def test_a_failed_trial_does_not_lose_the_others(monkeypatch: pytest.MonkeyPatch
            "clients": {**bench.EMULATION_CONFIG["clients"], "total": 2, "per_round": 2}, "emulate": {"dilation": 3.0}}
     trials, failures = bench.emulate_trials(cfg, tmp_path)
     assert len(trials) == 1 and failures == ["a SuperNode died"] and calls == [True, True]
+
+
+def test_caps_periods_give_a_row_each_in_the_order_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """--cap-periods 100,400,400,100: one emulate config per entry, in that order, each with its period and a
+    name of its own; each row says its period."""
+    asked = []
+
+    def trials(cfg: dict, out: Path) -> tuple[list, list]:
+        asked.append((cfg["name"], cfg["emulate"]))
+        return [(SimpleNamespace(), None)], []
+
+    monkeypatch.setattr(bench, "emulate_trials", trials)
+    monkeypatch.setattr(bench, "model_calibration", lambda out, ref: (None, 1.0))
+    monkeypatch.setattr(bench, "run", lambda cfg, engine, out: None)
+    monkeypatch.setattr(bench, "with_calibration", lambda cfg, cal: cfg)
+    monkeypatch.setattr(bench, "emulation_row", lambda n, sim, runs: {"clients": n})
+    monkeypatch.setattr(bench, "calibration_record", lambda: None)
+    result = bench.emulation(tmp_path, 3, [8], ["7"], [100, 400, 400, 100])
+    assert [e["cap_period_ms"] for _, e in asked] == [100, 400, 400, 100]
+    assert {e["dilation"] for _, e in asked} == {7.0}
+    assert len({name for name, _ in asked}) == 4  # a name per entry: --reuse resumes each
+    assert [name for name, _ in asked][:2] == ["emulation-8-1-period-100", "emulation-8-2-period-400"]
+    assert [r["cap_period_ms"] for r in result["rows"]] == [100, 400, 400, 100]
+    bench.emulation(tmp_path, 3, [8], ["7"])
+    assert asked[-1] == ("emulation-8", {"dilation": 7.0})  # without periods: emulate's own, as before

@@ -59,3 +59,19 @@ def test_several_emulate_runs_give_the_rounds_scatter_and_emulate_against_itself
     failed = emulation_markdown({"date": "d", "machine": "m", "config": {}, "trials": 2,
                                  "rows": [_row(failed_trials=["a SuperNode died"])]})
     assert "| - (1 run(s) failed: a SuperNode died) |" in failed
+
+
+def test_rows_at_two_caps_periods_are_named_and_compared_period_by_period() -> None:
+    """--cap-periods: each row names its caps' period, and a table sets the periods side by side (each
+    period's rows in the order they ran, the ClientApp's start as the mean over their rounds)."""
+    parts = lambda s: [{"clientapp_start_s": s}, {"clientapp_start_s": s + 1}]  # noqa: E731
+    rows = [_row(cap_period_ms=100, emulate_round_s=27.0, framework_parts_s=parts(3.0)),
+            _row(cap_period_ms=400, emulate_round_s=25.0, round_error=-0.05, framework_parts_s=parts(2.0)),
+            _row(cap_period_ms=400, emulate_round_s=26.0, round_error=-0.03, framework_parts_s=parts(2.0)),
+            _row(cap_period_ms=100, emulate_round_s=28.0, framework_parts_s=parts(4.0))]
+    text = emulation_markdown({"date": "d", "machine": "m", "config": {}, "rows": rows})
+    assert "| 2 | 3× capped, 400 ms periods |" in text
+    assert "| 100 ms | 2 | 27.00 s, 28.00 s | +2.0 %, +2.0 % |" in text
+    assert "| 400 ms | 2 | 25.00 s, 26.00 s | -5.0 %, -3.0 % |" in text
+    assert text.rstrip().endswith("rounds.") and "| 4.00 s |" in text and "| 2.50 s |" in text
+    assert "caps' period" not in emulation_markdown({"date": "d", "machine": "m", "config": {}, "rows": [_row()]})

@@ -62,3 +62,20 @@ def test_rounds_with_dropouts_show_their_range_what_completed_and_the_survival_t
     assert "every round gave up (6)" in text and "rounds completed 0 of 6, model 0 %" in text
     assert "| 100 | 3 | 10 % | 11.7 % |" in text
     assert "3 shares 1.00 ms–9.00 ms" in text and "the mean of 6 rounds, those that finished" in text
+
+
+def test_earlier_runs_of_the_check_show_how_far_the_host_moved() -> None:
+    from fedbw.report.privacy_scale_table import secagg_scale_markdown
+
+    rows = [{"clients": 5, "shares": 3, "dropped": 0, "measured_s": 0.022, "model_s": 0.02, "error": -0.09},
+            {"clients": 10, "shares": 3, "dropped": 0, "measured_s": 0.040, "model_s": 0.04, "error": 0.0}]
+    data = {"targets": {"bytes": 0.01, "server": 0.10}, "vector_len": 100_000, "repeats": 2, "date": "d",
+            "server_date": "2026-12-06 03:00 UTC", "machine": "m", "made_by": model_stamp(load_costs(None)),
+            "server": rows, "earlier_server": [{"date": "2026-12-06 02:29 UTC", "rows": [
+                {"clients": 5, "shares": 3, "dropped": 0, "measured_s": 0.020},
+                {"clients": 10, "shares": 3, "dropped": 0, "measured_s": 0.040},
+                {"clients": 40, "shares": 3, "dropped": 0, "measured_s": 0.1}]}]}
+    text = secagg_scale_markdown(data)
+    assert "Measured 2026-12-06 03:00 UTC" in text
+    assert "+0.00 % to +10.00 % against the run of 2026-12-06 02:29 UTC (median +5.00 %, 2 rows)" in text
+    assert "Unchanged code" not in secagg_scale_markdown({**data, "earlier_server": []})

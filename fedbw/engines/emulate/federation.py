@@ -38,7 +38,7 @@ from fedbw.engines.foreign_app import check_app_dir
 from fedbw.errors import ConfigError, RunError
 from fedbw.fl.settings import THREADS_ENV
 from fedbw.processes import Child, LogLine, Supervisor
-from fedbw.processes.cpu_cap import CpuCaps, CpuGroup, cgroup_root
+from fedbw.processes.cpu_cap import PERIOD_US, CpuCaps, CpuGroup, cgroup_root
 from fedbw.shaper.series import LinkSeries, Transfer
 from fedbw.timewarp import Dilation
 from fedbw.timewarp.launcher import env_additions
@@ -117,6 +117,7 @@ class EmulationResult:
     peak_rss_bytes: int | None = None
     dilation: float = 1.0  #: every emulated second lasted this many real seconds; times are emulated
     cpu_capped: bool = False  #: each device's processes were capped to its share of a core
+    cap_period_ms: int | None = None  #: the caps' accounting period (None: not capped)
     cpu_note: str | None = None  #: why devices were not capped under dilation
     host_samples: list[HostSample] = field(default_factory=list)
     host_cores: int = 1
@@ -213,7 +214,8 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 superlink_port: int = 0, sample_interval_s: float = 0.005,
                 env_extra: Mapping[str, str] | None = None, shared_link: Any = None,
                 dilation: float = 1.0, cap_cpu: bool = True, hosts: Hosts | None = None,
-                tls: bool = False, supernode_auth: bool = False) -> EmulationResult:
+                tls: bool = False, supernode_auth: bool = False,
+                cap_period_ms: int = PERIOD_US // 1000) -> EmulationResult:
     """Run the Flower app in ``app_dir`` on a loopback federation whose links are shaped per client.
 
     Returns what was measured; raises RunError (with the failing child's last log lines) if a
@@ -221,7 +223,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     SuperNodes, ServerApp, shaper ledger and series) before the work directory is removed.
     ``shared_link`` (a shaper LinkSpec) is the server's own link, shared by every client's flows.
     ``dilation`` K > 1 stretches time (module docstring); ``cap_cpu`` then caps each device (and the
-    server) to its share of a core when cgroups allow. ``timeout_s`` counts emulated seconds.
+    server) to its share of a core when cgroups allow, accounted over periods of ``cap_period_ms``. ``timeout_s`` counts emulated seconds.
     ``hosts`` (:class:`~fedbw.engines.emulate.hosts.Hosts`): where the processes run —
     :class:`~fedbw.engines.emulate.hosts.LoopbackHosts` by default, or
     :class:`~fedbw.engines.emulate.hosts.NetnsHosts`: the SuperLink and every SuperNode on network hosts of
@@ -245,7 +247,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     t0 = time.perf_counter()
     try:
         with contextlib.ExitStack() as stack:
-            caps, groups, note = _cpu_groups(stack, clients, warp, cap_cpu)
+            caps, groups, note = _cpu_groups(stack, clients, warp, cap_cpu, cap_period_ms * 1000)
             fed = hosts.open(stack, [c.client_id for c in clients], workdir,
                              server_link=None if shared_link is None else shared_link.dilated(warp))
             sup = stack.enter_context(Supervisor())  # entered after the hosts: stops before they go
@@ -304,7 +306,8 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
                 bytes_down={cid: series.totals(str(cid), "down") for cid in cids},
                 startup_s=startup_s, run_wall_s=run_wall_s, dropped=sorted(set(dropper.dropped)),
                 server_log=server_log, issues=server_log_issues(server_log), peak_rss_bytes=rss,
-                dilation=warp.factor, cpu_capped=caps is not None, cpu_note=note, host_samples=host.samples,
+                dilation=warp.factor, cpu_capped=caps is not None,
+                cap_period_ms=cap_period_ms if caps is not None else None, cpu_note=note, host_samples=host.samples,
                 host_cores=host.cores)
     except RunError as exc:
         # Messages name log files inside the work directory, which is about to go: point at the copies.
@@ -361,7 +364,7 @@ def auto_dilation(clients: int, cores: int | None = None) -> int:
 
 
 def _cpu_groups(stack: contextlib.ExitStack, clients: Sequence[EmulatedClient], warp: Dilation, cap_cpu: bool,
-                ) -> tuple[CpuCaps | None, dict[int, CpuGroup], str | None]:
+                period_us: int = PERIOD_US) -> tuple[CpuCaps | None, dict[int, CpuGroup], str | None]:
     if not (warp.active and cap_cpu):
         return None, {}, None
     root = cgroup_root()
@@ -369,10 +372,10 @@ def _cpu_groups(stack: contextlib.ExitStack, clients: Sequence[EmulatedClient], 
         return None, {}, (f"devices not CPU-capped ({root}): their CPU work costs 1/{warp.factor:g} of what it "
                           "would on a device of their own")
     caps = stack.enter_context(CpuCaps(root))
-    groups = {SERVER: caps.group("server", warp.cpu_cores(SERVER_CORES)),
-              SHAPER: caps.group("shaper", float(os.cpu_count() or 1))}
+    groups = {SERVER: caps.group("server", warp.cpu_cores(SERVER_CORES), period_us),
+              SHAPER: caps.group("shaper", float(os.cpu_count() or 1), period_us)}
     for c in clients:
-        groups[c.client_id] = caps.group(f"client-{c.client_id}", warp.cpu_cores(c.cpu_speed))
+        groups[c.client_id] = caps.group(f"client-{c.client_id}", warp.cpu_cores(c.cpu_speed), period_us)
     return caps, groups, None
 
 

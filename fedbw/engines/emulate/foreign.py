@@ -104,7 +104,7 @@ def execute_app(app: PreparedApp, run_dir: Path, writer: RecordWriter, progress:
                           shared_link=server_shaper_spec(plan.config.server.link),
                           dilation=resolve_dilation(plan.config.emulate.dilation, n),
                           cap_cpu=plan.config.emulate.cap_cpu, hosts=app.hosts, tls=app.tls,
-                          supernode_auth=app.supernode_auth)
+                          supernode_auth=app.supernode_auth, cap_period_ms=plan.config.emulate.cap_period_ms)
         dropped[:] = res.dropped
         recorder.consume(lambda: res.messages)
     finally:

@@ -57,7 +57,7 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
                           env_extra={PLAN_ENV: str(plan_path)}, shared_link=server_shaper_spec(cfg.server.link),
                           dilation=resolve_dilation(cfg.emulate.dilation, len(clients)), cap_cpu=cfg.emulate.cap_cpu,
                           hosts=hosts_for(cfg.emulate.hosts), tls=cfg.emulate.tls,
-                          supernode_auth=cfg.emulate.supernode_auth)
+                          supernode_auth=cfg.emulate.supernode_auth, cap_period_ms=cfg.emulate.cap_period_ms)
         dropped[:] = res.dropped
         done = res
         recorder.consume(lambda: done.messages)
@@ -93,7 +93,8 @@ def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> 
     data = {
         **EMULATE.stamp(), "flower_run_id": res.flower_run_id, "startup_s": res.startup_s, "run_wall_s": res.run_wall_s,
         "peak_rss_bytes": res.peak_rss_bytes, "dropped": res.dropped,
-        "dilation": res.dilation, "cpu_capped": res.cpu_capped, "cpu_note": res.cpu_note, "host_cores": res.host_cores,
+        "dilation": res.dilation, "cpu_capped": res.cpu_capped,
+        "cap_period_ms": res.cap_period_ms, "cpu_note": res.cpu_note, "host_cores": res.host_cores,
         "host_bound_rounds": [r.round for r in recorder.rounds if r.host_bound],
         "link_bytes_up": {str(k): v for k, v in res.bytes_up.items()},
         "link_bytes_down": {str(k): v for k, v in res.bytes_down.items()},
