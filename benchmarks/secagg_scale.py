@@ -129,6 +129,11 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
 
     consts = default_calibration().secagg
     assert consts is not None, "the shipped calibration has SecAgg+ constants"
+    # the same model on constants timed now: what is the model's, and what is the host's drift since the
+    # calibration timed its constants
+    from fedbw.fl.privacy.costs import measure_secagg_costs
+
+    now = measure_secagg_costs(repeats=5)
     rows = []
     for n in SERVER_COHORTS:
         for shares in sorted({3, log2_shares(n)}):
@@ -153,10 +158,12 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                 unmask = [r.server_s["unmask"] for r in done]
                 measured = min(unmask) if dropped == 0 else statistics.fmean(unmask)
                 model = server_stage_s("unmask", n, shares, VECTOR_LEN, consts, dropped, threshold)
+                model_now = server_stage_s("unmask", n, shares, VECTOR_LEN, now, dropped, threshold)
                 if dropped == 0:
                     base = {"measured": measured, "model": model}
                 row = {"clients": n, "shares": shares, "dropped": dropped, "measured_s": measured, "model_s": model,
-                       "error": (model - measured) / measured, "runs": len(runs), "halted_runs": len(runs) - len(done),
+                       "error": (model - measured) / measured, "model_now_s": model_now,
+                       "error_now": (model_now - measured) / measured, "runs": len(runs), "halted_runs": len(runs) - len(done),
                        "model_completes": completes,
                        "measured_range_s": [min(unmask), max(unmask)]}
                 if dropped and base:

@@ -81,6 +81,18 @@ def _ranges(data: dict[str, Any], kinds: list[str]) -> str:
 SECAGG_CMD = ".venv/bin/python benchmarks/secagg_scale.py"
 
 
+def _now(rows: list[dict[str, Any]], tol: float) -> str:
+    """The same model on SecAgg+'s primitives timed in this run: the model's own error, apart from the host's
+    drift since the calibration timed its constants."""
+    now = [r for r in rows if r.get("error_now") is not None]
+    if not now:
+        return ""
+    errors = [r["error_now"] for r in now]
+    return (f"The same model on SecAgg+'s primitives timed in this run (not the calibration's): within "
+            f"{100 * tol:g} % in {sum(abs(e) <= tol for e in errors)} of {len(now)} rows, errors {_pct(min(errors))} "
+            f"to {_pct(max(errors))} (median {_pct(statistics.median(errors))}).\n")
+
+
 def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
     """Each earlier run of the same rows: how far the measured unmask moved between runs of unchanged code
     (the host's drift, which no constant timed at one hour can follow)."""
@@ -145,7 +157,7 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
                     else f"the best of {data['repeats']}") + f"): {within} of {len(measured)} within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data.get('server_date', data['date'])} on {data['machine']}.\n"
-               + _earlier(data.get("earlier_server") or [], measured))
+               + _now(measured, tol_s) + _earlier(data.get("earlier_server") or [], measured))
     if data.get("survival"):  # the chance a round completes at the study's settings (the model's rule)
         srows = [[str(r["clients"]), str(r["shares"]), f"{100 * r['dropout']:.0f} %",
                   f"{100 * r['completes']:.1f} %"] for r in data["survival"]]

@@ -67,8 +67,10 @@ def test_rounds_with_dropouts_show_their_range_what_completed_and_the_survival_t
 def test_earlier_runs_of_the_check_show_how_far_the_host_moved() -> None:
     from fedbw.report.privacy_scale_table import secagg_scale_markdown
 
-    rows = [{"clients": 5, "shares": 3, "dropped": 0, "measured_s": 0.022, "model_s": 0.02, "error": -0.09},
-            {"clients": 10, "shares": 3, "dropped": 0, "measured_s": 0.040, "model_s": 0.04, "error": 0.0}]
+    rows = [{"clients": 5, "shares": 3, "dropped": 0, "measured_s": 0.022, "model_s": 0.02, "error": -0.09,
+             "model_now_s": 0.021, "error_now": -0.05},
+            {"clients": 10, "shares": 3, "dropped": 0, "measured_s": 0.040, "model_s": 0.04, "error": 0.0,
+             "model_now_s": 0.046, "error_now": 0.15}]
     data = {"targets": {"bytes": 0.01, "server": 0.10}, "vector_len": 100_000, "repeats": 2, "date": "d",
             "server_date": "2026-12-06 03:00 UTC", "machine": "m", "made_by": model_stamp(load_costs(None)),
             "server": rows, "earlier_server": [{"date": "2026-12-06 02:29 UTC", "rows": [
@@ -79,3 +81,5 @@ def test_earlier_runs_of_the_check_show_how_far_the_host_moved() -> None:
     assert "Measured 2026-12-06 03:00 UTC" in text
     assert "+0.00 % to +10.00 % against the run of 2026-12-06 02:29 UTC (median +5.00 %, 2 rows)" in text
     assert "Unchanged code" not in secagg_scale_markdown({**data, "earlier_server": []})
+    # the model on constants timed in the run itself: its own error, apart from the host's drift
+    assert "timed in this run (not the calibration's): within 10 % in 1 of 2 rows, errors −5.00 % to +15.00 %" in text
