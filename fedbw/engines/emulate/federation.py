@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -33,6 +32,7 @@ from fedbw.shaper.anchor import ANCHOR_ENV, anchor_traces_now, write_anchor_pids
 from fedbw.engines.emulate.flower import RunStatus
 from fedbw.engines.emulate.host import HostSample, HostSampler
 from fedbw.engines.emulate.hosts import Hosts, LoopbackHosts, Shapers
+from fedbw.engines.emulate.server_log import server_log_issues
 from fedbw.engines.emulate.supernode_log import MessageSpan, is_receiving, message_group, parse_supernode_log
 from fedbw.engines.foreign_app import check_app_dir
 from fedbw.errors import ConfigError, RunError
@@ -223,7 +223,8 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     SuperNodes, ServerApp, shaper ledger and series) before the work directory is removed.
     ``shared_link`` (a shaper LinkSpec) is the server's own link, shared by every client's flows.
     ``dilation`` K > 1 stretches time (module docstring); ``cap_cpu`` then caps each device (and the
-    server) to its share of a core when cgroups allow, accounted over periods of ``cap_period_ms``. ``timeout_s`` counts emulated seconds.
+    server) to its share of a core when cgroups allow, accounted over periods of ``cap_period_ms``.
+    ``timeout_s`` counts emulated seconds.
     ``hosts`` (:class:`~fedbw.engines.emulate.hosts.Hosts`): where the processes run —
     :class:`~fedbw.engines.emulate.hosts.LoopbackHosts` by default, or
     :class:`~fedbw.engines.emulate.hosts.NetnsHosts`: the SuperLink and every SuperNode on network hosts of
@@ -377,22 +378,6 @@ def _cpu_groups(stack: contextlib.ExitStack, clients: Sequence[EmulatedClient], 
     for c in clients:
         groups[c.client_id] = caps.group(f"client-{c.client_id}", warp.cpu_cores(c.cpu_speed), period_us)
     return caps, groups, None
-
-
-def server_log_issues(server_log: str) -> list[str]:
-    """Failures a ServerApp logs while Flower still calls the run "completed": halted SecAgg+ rounds,
-    rounds with failed clients."""
-    issues, rnd = [], "?"
-    for line in server_log.splitlines():
-        if (m := re.search(r"\[ROUND (\d+)\]", line)) is not None:
-            rnd = m.group(1)
-        elif "Secure aggregation halted" in line:
-            issues.append(f"round {rnd}: SecAgg+ halted (too few clients survived to unmask the sum)")
-        elif (m := re.search(r"aggregate_fit: received (\d+) results and (\d+) failures", line)) and int(m.group(2)):
-            issues.append(f"round {rnd}: {m.group(2)} client(s) failed, {m.group(1)} result(s) aggregated")
-        elif "Insufficient available nodes" in line:
-            issues.append(f"round {rnd}: {line.split(':', 1)[-1].strip()}")
-    return issues
 
 
 def _measure(series: LinkSeries, cid: int, span: MessageSpan) -> MessageMeasure:

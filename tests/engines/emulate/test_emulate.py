@@ -190,7 +190,7 @@ def test_the_wrapped_copy_points_flower_at_fedbws_wrappers_and_leaves_the_app_al
 
 
 def test_server_log_issues_find_halted_secagg_and_failures() -> None:
-    from fedbw.engines.emulate.federation import server_log_issues
+    from fedbw.engines.emulate.server_log import server_log_issues
 
     log = """INFO :      [ROUND 1]
 INFO :      Secure aggregation commencing.
