@@ -689,7 +689,10 @@ def main() -> None:
         report.update(deployment(out, args.rounds, [int(c) for c in (args.clients or "1,2").split(",")],
                                  args.skip_apps, args.dilation, args.short_rounds))
     elif args.case == "emulation":
-        periods = [int(p) for p in args.cap_periods.split(",")] if args.cap_periods else None
+        try:
+            periods = [int(p) for p in args.cap_periods.split(",")] if args.cap_periods else None
+        except ValueError:
+            ap.error(f"--cap-periods takes whole milliseconds, comma-separated (e.g. 100,400), got {args.cap_periods!r}")
         report.update(emulation(out, args.rounds, [int(c) for c in (args.clients or "2,4,8").split(",")],
                                 args.dilations.split(","), periods))
     elif args.case == "privacy":

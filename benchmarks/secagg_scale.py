@@ -177,7 +177,7 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
 
 def earlier_run(data: dict[str, Any]) -> dict[str, Any]:
     """The measured side of the server rows a new run replaces (when, and per cell the unmask measured)."""
-    return {"date": data.get("server_date", data.get("date")),
+    return {"date": data.get("server_date", data.get("date")), "made_by": data.get("made_by"),
             "rows": [{"clients": r["clients"], "shares": r["shares"], "dropped": r["dropped"],
                       "measured_s": r["measured_s"]} for r in data["server"] if not r.get("halted")]}
 

@@ -13,6 +13,14 @@ def test_docs_match_their_data():
     assert not stale, f"run `fedbw docs` (docs differ from their data): {stale}"
 
 
+def test_no_doc_shows_a_stale_note_in_place_of_its_table():
+    """A block whose data came from an older model renders as a note, which `fedbw docs --check` accepts as
+    current: the numbers are gone from the page until the benchmark runs again. That must not ship."""
+    stale = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")
+                   if "(stale: these numbers came from model" in p.read_text(encoding="utf-8"))
+    assert not stale, f"run the benchmark each note names, then `fedbw docs`: {stale}"
+
+
 def test_a_hand_edited_table_is_caught_and_unknown_tables_refused():
     text = "x\n<!-- fedbw-table: catalog.flower-costs -->\n| typed by hand |\n<!-- /fedbw-table -->\n"
     new = render_text(text, ROOT)

@@ -93,19 +93,25 @@ def _now(rows: list[dict[str, Any]], tol: float) -> str:
             f"to {_pct(max(errors))} (median {_pct(statistics.median(errors))}).\n")
 
 
-def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
-    """Each earlier run of the same rows: how far the measured unmask moved between runs of unchanged code
-    (the host's drift, which no constant timed at one hour can follow)."""
+def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]], stamp: Any, tol: float) -> str:
+    """Each earlier run of the same rows: how far the measured unmask moved since (with the model and its
+    constants unchanged, the host's drift and the rounds' own scatter), and, where that run had this model
+    and calibration (``stamp``), how many of its rows were within ``tol``."""
     now = {(r["clients"], r["shares"], r["dropped"]): r["measured_s"] for r in rows}
+    model = {(r["clients"], r["shares"], r["dropped"]): r["model_s"] for r in rows}
     out = []
     for run in runs:
         moves = [now[k] / r["measured_s"] - 1 for r in run["rows"]
                  if (k := (r["clients"], r["shares"], r["dropped"])) in now]
         if moves:
+            then = ""
+            if run.get("made_by") == stamp:  # the same model and constants: that run's verdict is computable
+                hits = sum(abs(model[k] / r["measured_s"] - 1) <= tol for r in run["rows"]
+                           if (k := (r["clients"], r["shares"], r["dropped"])) in model)
+                then = f"; that run within {100 * tol:g} % in {hits} of {len(moves)}"
             out.append(f"{_pct(min(moves))} to {_pct(max(moves))} against the run of {run['date']} "
-                       f"(median {_pct(statistics.median(moves))}, {len(moves)} rows)")
-    return ("Unchanged code, measured again: this run's unmask stage is " + "; ".join(out)
-            + ". That is the host's drift, which constants timed at one hour cannot follow.\n") if out else ""
+                       f"(median {_pct(statistics.median(moves))}, {len(moves)} rows{then})")
+    return ("Measured again: this run's unmask stage is " + "; ".join(out) + ".\n") if out else ""
 
 
 def _pct(x: float) -> str:
@@ -157,7 +163,7 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
                     else f"the best of {data['repeats']}") + f"): {within} of {len(measured)} within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data.get('server_date', data['date'])} on {data['machine']}.\n"
-               + _now(measured, tol_s) + _earlier(data.get("earlier_server") or [], measured))
+               + _now(measured, tol_s) + _earlier(data.get("earlier_server") or [], measured, data.get("made_by"), tol_s))
     if data.get("survival"):  # the chance a round completes at the study's settings (the model's rule)
         srows = [[str(r["clients"]), str(r["shares"]), f"{100 * r['dropout']:.0f} %",
                   f"{100 * r['completes']:.1f} %"] for r in data["survival"]]

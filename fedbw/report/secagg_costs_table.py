@@ -54,8 +54,13 @@ def _forms(forms: dict[str, Any]) -> str:
     return (md_table(["form (m: shares combined)", "seed: median |error| (largest)", "key: median |error| (largest)"],
                      rows, right={1, 2})
             + f"\nEach size left out of the fit in turn and predicted from the others (seed: m = {sizes['combine_seed']}; "
-              f"key: m = {sizes['combine_key']}); the model keeps the form with two constants whose held-out error is "
-              "lowest.\n")
+              f"key: m = {sizes['combine_key']}). Lowest median |error|: {_best(forms, 'combine_seed')} (seed), "
+              f"{_best(forms, 'combine_key')} (key).\n")
+
+
+def _best(forms: dict[str, Any], combine: str) -> str:
+    errors = {k: statistics.median(abs(e) for e in v) for k, v in forms[combine].items() if k != "sizes"}
+    return min(errors, key=errors.__getitem__)
 
 
 def _rounds(rows: list[dict[str, Any]]) -> str:

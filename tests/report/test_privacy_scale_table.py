@@ -80,6 +80,9 @@ def test_earlier_runs_of_the_check_show_how_far_the_host_moved() -> None:
     text = secagg_scale_markdown(data)
     assert "Measured 2026-12-06 03:00 UTC" in text
     assert "+0.00 % to +10.00 % against the run of 2026-12-06 02:29 UTC (median +5.00 %, 2 rows)" in text
-    assert "Unchanged code" not in secagg_scale_markdown({**data, "earlier_server": []})
+    assert "Measured again" not in secagg_scale_markdown({**data, "earlier_server": []})
+    # a run made by the same model and constants also gets its verdict: 0.020 against 0.02 is within 10 %
+    data["earlier_server"][0]["made_by"] = data["made_by"]
+    assert "(median +5.00 %, 2 rows; that run within 10 % in 2 of 2)" in secagg_scale_markdown(data)
     # the model on constants timed in the run itself: its own error, apart from the host's drift
     assert "timed in this run (not the calibration's): within 10 % in 1 of 2 rows, errors −5.00 % to +15.00 %" in text

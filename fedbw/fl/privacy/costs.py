@@ -43,16 +43,6 @@ SHARES = (3, 5, 7, 9, 13, 17)
 VECTOR_LENGTHS = (10_000, 100_000, 1_000_000)
 
 
-def _time(fn: Callable[[], object], repeats: int) -> list[float]:
-    out = []
-    with no_gc():
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
-    return out
-
-
 @contextlib.contextmanager
 def no_gc() -> Iterator[None]:
     """Python's cyclic garbage collector held off, as ``timeit`` does: a full collection in a process that
@@ -66,6 +56,15 @@ def no_gc() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+def _time(fn: Callable[[], object], repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
 
 
 def _mean_over_missing(shares: list[bytes], repeats: int) -> float:
@@ -85,6 +84,7 @@ def machine_description() -> str:
     return f"{model}, {os.cpu_count()} CPU(s), {platform.system()} {platform.machine()}, Python {platform.python_version()}"
 
 
+@no_gc()
 def measure_secagg_samples(repeats: int = 5, shares: Sequence[int] = SHARES,
                            vector_lengths: Sequence[int] = VECTOR_LENGTHS, modulus_range: int = 2**32,
                            quantization_range: int = 2**22, clipping_range: float = 8.0) -> PrimitiveSamples:
