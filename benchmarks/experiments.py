@@ -197,8 +197,11 @@ DEADLINE_POLICIES: dict[str, list[str]] = {
     "deadline-15s": ["round.deadline_s=15"],
     "over-select-1.3": ["round.over_select=1.3"],
     "over-select-1.3+deadline-15s": ["round.over_select=1.3", "round.deadline_s=15"],
-    # SecAgg+ takes no round policy yet (refused): waiting for every client, its dropouts unmasked
-    "secagg+wait-for-all": ["privacy.secagg.enabled=true"],
+    # SecAgg+ (5 shares, threshold 2: a round survives any 3 of a client's 4 neighbours gone): a late client
+    # is one more dropout, whose masks the server's unmask stage reconstructs
+    "secagg+wait-for-all": ["privacy.secagg.enabled=true", "privacy.secagg.num_shares=5"],
+    "secagg+deadline-15s": ["privacy.secagg.enabled=true", "privacy.secagg.num_shares=5", "round.deadline_s=15"],
+    "secagg+over-select-1.3": ["privacy.secagg.enabled=true", "privacy.secagg.num_shares=5", "round.over_select=1.3"],
 }
 #: the accuracy the deadlines experiment counts the time to
 DEADLINES_TARGET = 0.85

@@ -10,8 +10,9 @@ Per model and policy: the mean round with its mean 80 % interval, updates used o
 the share of sampled clients that were late, their wasted uplink per round, and the hours 1,000 rounds take.
 The deadline is set per model to about a home-30 client's exchange (the small CNN: 8 s, ResNet-18: 35 s).
 
-``--engines`` adds the check across engines (issue 32.5): each of ``CASES`` (an over-selection config, a
-trace-driven one with a deadline, and one whose client goes off line mid-round; the small CNN with synthetic
+``--engines`` adds the check across engines (issue 32.5): each of ``CASES`` (an over-selection config, plain
+and with SecAgg+, a trace-driven one with a deadline, and one whose client goes off line mid-round, plain and
+with SecAgg+; the small CNN with synthetic
 compute, 3 rounds) run in estimate, simulate and emulate (undilated, real sockets through the shaper, which
 replays the trace from the first round's start). Per case, engine and round: the clients it called late and
 those that dropped, the round time, client 0's download. The
@@ -94,6 +95,12 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
                        "0.5 Mbps, the rest on home-80",
                        {"clients": {"total": 4, "per_round": 2, "compute": "synthetic"},
                         "network": {"profile": "home-80", "overrides": SLOW}, "round": {"over_select": 2.0}}),
+    "over-selection, SecAgg+": ("the same with SecAgg+ (the whole cohort's 4 shares, threshold 2): the late are "
+                                "dropouts after the share exchange, whose masks the unmask stage reconstructs",
+                                {"clients": {"total": 4, "per_round": 2, "compute": "synthetic"},
+                                 "network": {"profile": "home-80", "overrides": SLOW}, "round": {"over_select": 2.0},
+                                 "privacy": {"secagg": {"enabled": True, "num_shares": "all",
+                                                        "reconstruction_threshold": 2}}}),
     "trace + deadline": ("4 clients on home-80, a 14 s deadline; client 0's downlink a trace that falls from "
                          "1 Gbps to 0.4 Mbps 6 s into the run (round 1 on time, later rounds late)",
                          {"clients": {"total": 4, "per_round": 4, "compute": "synthetic"},

@@ -8,8 +8,8 @@ rounds, along the cohort, the number of shares and the share of clients that dro
 * server  — real SecAgg+ rounds on Flower's workflow in-process (fedbw.fl.privacy.costs.measure_secagg_round,
             100,000 values) at cohorts of 5 to 40, with 3 shares and with about log2(n) (odd), and 0, 10 and
             30 % of the cohort dropping after the share exchange: the server's unmask stage, measured (without
-            dropouts the fastest of the repeats; with dropouts the mean of the rounds that finished, since which
-            of a dropped client's shares is lost moves its cost by itself, and how many rounds gave up) against
+            the median of 6 rounds, those that finished, with and without dropouts; which of a dropped client's
+            shares is lost moves its cost by itself; and how many rounds gave up) against
             the model (fedbw.netmodel.secagg_cost.server_stage_s with the shipped calibration's constants), and
             the extra cost of the dropped clients against the model's.
 
@@ -118,35 +118,39 @@ def survival_rows() -> list[dict[str, Any]]:
 
 
 def server_rows(repeats: int) -> list[dict[str, Any]]:
-    """Per cohort, shares and dropouts: the server's unmask stage, measured (without dropouts the fastest of
-    ``repeats`` rounds; with dropouts the mean of at least ``DROPOUT_REPEATS`` that finished, and how many
+    """Per cohort, shares and dropouts: the server's unmask stage, measured (the median of the rounds that
+    finished of at least ``DROPOUT_REPEATS``, and how many
     gave up) and modelled, and the dropped clients' extra cost (against the same cohort without dropouts)."""
     from fedbw.calibration.file import default_calibration
     from fedbw.config.privacy import log2_shares
     from fedbw.fl.privacy.costs import measure_secagg_round
-    from fedbw.netmodel.secagg_cost import server_stage_s
+    from fedbw.netmodel.secagg_cost import server_stage_s, server_unmask_parts
     from fedbw.privacy.secagg_dropouts import completion_probability
 
     consts = default_calibration().secagg
     assert consts is not None, "the shipped calibration has SecAgg+ constants"
-    # the same model on constants timed now: what is the model's, and what is the host's drift since the
-    # calibration timed its constants
+    # the same model on constants timed in this run: the whole set once (the bookkeeping's), and the unmask's
+    # primitives again just before each cell's rounds (a shared VM's speed moves within minutes: the
+    # calibration's constants, or ones timed at the run's start, would carry that drift into the error)
     from fedbw.fl.privacy.costs import measure_secagg_costs
 
-    now = measure_secagg_costs(repeats=5)
+    start = measure_secagg_costs(repeats=5)
     rows = []
     for n in SERVER_COHORTS:
         for shares in sorted({3, log2_shares(n)}):
             base: dict[str, float] = {}
+            now = primitives_now(shares, start)
             for dropped in sorted({round(frac * n) for frac in DROPOUT_SHARES}):
                 threshold = shares // 2 + 1
                 if dropped and n - dropped < threshold:
                     continue
                 # a round with dropouts varies by itself (which of a dropped client's shares is lost changes
-                # pycryptodome's combine by up to 9×; the node ids, and so the draw, are new every round): its
-                # rounds are averaged. Without dropouts only the host varies: the fastest round is the cost.
-                tries = repeats if dropped == 0 else max(repeats, DROPOUT_REPEATS)
-                runs = [measure_secagg_round(n, shares, VECTOR_LEN, dropped=dropped) for _ in range(tries)]
+                # pycryptodome's combine by up to 9×; the node ids, and so the draw, are new every round), and the
+                # host moves every round: each cell is the median of its rounds, with and without dropouts alike,
+                # so that a dropped client's cost (the difference of two cells) compares like with like (the
+                # fastest round against a mean made the dropped clients' cost at 5 shares look twice the model's)
+                tries = max(repeats, DROPOUT_REPEATS)
+                runs = [measure_secagg_round(n, shares, VECTOR_LEN, dropped=dropped, trace=True) for _ in range(tries)]
                 done = [r for r in runs if r.halted_at is None]
                 completes = completion_probability(n, shares, threshold, dropped)
                 if not done:  # every round gave up: a dropped client's share holders dropped too
@@ -156,7 +160,8 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                           "(too few of a dropped client's share holders left)", flush=True)
                     continue
                 unmask = [r.server_s["unmask"] for r in done]
-                measured = min(unmask) if dropped == 0 else statistics.fmean(unmask)
+                measured = statistics.median(unmask)
+                used = done
                 model = server_stage_s("unmask", n, shares, VECTOR_LEN, consts, dropped, threshold)
                 model_now = server_stage_s("unmask", n, shares, VECTOR_LEN, now, dropped, threshold)
                 if dropped == 0:
@@ -165,7 +170,10 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                        "error": (model - measured) / measured, "model_now_s": model_now,
                        "error_now": (model_now - measured) / measured, "runs": len(runs), "halted_runs": len(runs) - len(done),
                        "model_completes": completes,
-                       "measured_range_s": [min(unmask), max(unmask)]}
+                       "measured_range_s": [min(unmask), max(unmask)],
+                       "parts_stage_s": statistics.fmean(r.server_s["unmask"] for r in used),
+                       "parts": parts_rows(used, server_unmask_parts(n, shares, VECTOR_LEN, consts, dropped, threshold),
+                                           server_unmask_parts(n, shares, VECTOR_LEN, now, dropped, threshold))}
                 if dropped and base:
                     row["dropped_cost_measured_s"] = measured - base["measured"]
                     row["dropped_cost_model_s"] = model - base["model"]
@@ -173,6 +181,38 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                 print(f"  {n:>3} clients, {shares} shares, {dropped:>2} dropped: unmask {measured * 1e3:8.1f} ms "
                       f"measured, {model * 1e3:8.1f} ms model ({100 * row['error']:+.1f} %)", flush=True)
     return rows
+
+
+def primitives_now(shares: int, start: Any) -> Any:
+    """The cost model's constants from primitives timed now at ``shares`` shares, and at the check's vector
+    length and a tenth of it (the per-value costs are slopes; the fastest of 5 each, as the calibration times
+    them; about a second), the bookkeeping's from ``start``."""
+    import dataclasses
+
+    from fedbw.fl.privacy.costs import measure_secagg_samples
+    from fedbw.netmodel.secagg_cost import fit_constants
+
+    fitted = fit_constants(measure_secagg_samples(5, shares=(shares,), vector_lengths=(VECTOR_LEN // 10, VECTOR_LEN)))
+    return dataclasses.replace(fitted, client_stage_overhead_s=start.client_stage_overhead_s,
+                               server_per_client_s=start.server_per_client_s)
+
+
+def parts_rows(runs: list[Any], model: dict[str, Any], model_now: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The unmask stage part by part: per part of the model (fedbw.netmodel.secagg_cost.server_unmask_parts)
+    and per traced part of the rounds (fedbw.fl.privacy.costs.unmask_parts, ``aggregate_fit`` included), the
+    calls and CPU seconds per round (the mean over ``runs``) beside the model's on the calibration's constants
+    and on those timed in this run."""
+    from fedbw.fl.privacy.costs import unmask_parts
+
+    measured = [unmask_parts(r) for r in runs]
+    out = {}
+    for part in sorted(set(model) | set().union(*measured)):
+        out[part] = {"calls": statistics.fmean(m.get(part, (0, 0.0))[0] for m in measured),
+                     "measured_s": statistics.fmean(m.get(part, (0, 0.0))[1] for m in measured)}
+        if part in model:
+            out[part].update(model_calls=model[part].calls, model_s=model[part].seconds,
+                             model_now_s=model_now[part].seconds)
+    return out
 
 
 def earlier_run(data: dict[str, Any]) -> dict[str, Any]:
@@ -208,10 +248,12 @@ def main() -> None:
         data["combine_key"] = combine_rows()
         data["survival"] = survival_rows()
         data["server"] = server_rows(args.repeats)
+        data["primitives_timed"] = "per cell"  # model_now_s: on primitives timed just before each cell's rounds
         data["server_date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     data.update({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                  "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-                 "vector_len": VECTOR_LEN, "repeats": args.repeats, "dropout_repeats": max(args.repeats, DROPOUT_REPEATS), "made_by": model_stamp(load_costs(None)),
+                 "vector_len": VECTOR_LEN, "repeats": args.repeats, "dropout_repeats": max(args.repeats, DROPOUT_REPEATS),
+                 "estimator": "median", "made_by": model_stamp(load_costs(None)),
                  "targets": {"bytes": BYTES_TOLERANCE, "server": SERVER_TOLERANCE}})
     OUT.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)} ({time.perf_counter() - t0:.0f} s)")

@@ -116,7 +116,7 @@ class Plan:
         exchanges = round_exchanges(
             self.model.params, self.num_arrays, round_index,
             codec=cfg.compression.codec, topk_fraction=cfg.compression.topk_fraction,
-            secagg=sa.mode if sa.enabled else "off", num_neighbours=sa.shares(cfg.clients.per_round) - 1,
+            secagg=sa.mode if sa.enabled else "off", num_neighbours=cfg.secagg_shares() - 1,
             modulus_range=sa.modulus_range,
         )
         crypto = self.costs.secagg if (self.costs is not None and sa.enabled) else None
@@ -124,7 +124,7 @@ class Plan:
             return exchanges
         # each SecAgg+ stage's client crypto (keys, shares, masks), as the calibration machine runs it
         return [dataclasses.replace(ex, client_extra_s=ex.client_extra_s + client_stage_s(
-                    ex.stage, sa.shares(cfg.clients.per_round), self.model.params, crypto,
+                    ex.stage, cfg.secagg_shares(), self.model.params, crypto,
                     sa.reconstruction_threshold))
                 if ex.stage in SECAGG_COST_STAGES else ex for ex in exchanges]
 
@@ -162,18 +162,22 @@ class Plan:
         if crypto is not None:
             params = self.model.params
 
-            def server_crypto_s(stage: str, clients: int) -> float:
+            def server_crypto_s(stage: str, clients: int, lost: int = 0) -> float:
                 """The server's SecAgg+ work after a stage: summing masked vectors, unmasking (``clients``: the
-                stage's; the unmasking also reconstructs what the dropped clients owed)."""
+                stage's; ``lost``: those late at the training stage's close; the unmasking also reconstructs
+                what the dropped and the late clients owed)."""
                 if stage not in SECAGG_COST_STAGES:
                     return 0.0
-                gone = len(dropped) if stage == "unmask" else 0
+                gone = len(dropped) + lost if stage == "unmask" else 0
                 n = clients + gone
                 return server_stage_s(stage, n, min(sa.shares(n), n), params, crypto, gone, sa.reconstruction_threshold)
 
             opts["server_extra_s"] = server_crypto_s
         if dropped and self.costs is not None:  # the training stage waits for them (or closes at its deadline)
-            timeout = sa.timeout_s if sa.enabled else rnd.deadline_s
+            # the workflow's stage timeout, and the round's deadline where it comes first (the ServerApp's grid
+            # closes the training stage at it: fl/measure.py)
+            timeout = min((t for t in (sa.timeout_s if sa.enabled else None, rnd.deadline_s) if t is not None),
+                          default=None)
             opts["dropped"] = SecAggDropouts(frozenset(dropped), self.dropout_stage, timeout)
         return opts
 

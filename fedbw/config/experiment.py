@@ -78,9 +78,18 @@ class ExperimentConfig(Section):
         to account for it (the plan builds it once; fedbw.privacy.sampling)."""
         c = self.clients
         r = self.round
-        return make_sampler(c.sampling, c.total, r.cohort(c.per_round, c.total), self.seed, self.privacy.randomness,
+        return make_sampler(c.sampling, c.total, self.sampled_per_round(), self.seed, self.privacy.randomness,
                             on_line_only=c.availability is not None,
                             first_replies=(c.per_round, r.min_replies) if r.closes_early else None)
+
+    def sampled_per_round(self) -> int:
+        """Clients a round samples: clients.per_round, or more with round.over_select."""
+        return self.round.cohort(self.clients.per_round, self.clients.total)
+
+    def secagg_shares(self) -> int:
+        """SecAgg+'s shares in a round: privacy.secagg.num_shares resolved on the cohort the round samples (with
+        over-selection "all" and "log2" count the clients sampled, whose ring Flower builds)."""
+        return self.privacy.secagg.shares(self.sampled_per_round())
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ExperimentConfig":
@@ -103,7 +112,7 @@ class ExperimentConfig(Section):
                                     if self.privacy.secagg.enabled else '"fit" (SecAgg+ is off)'))
             if d.round > self.training.rounds:
                 raise ValueError(f"faults.drops: round {d.round} is after the last round ({self.training.rounds})")
-        check_privacy(self.privacy, c, self.compression)
+        check_privacy(self.privacy, c, self.compression, self.sampled_per_round())
         self._check_round()
         self._check_availability()
         sa = self.privacy.secagg
@@ -133,16 +142,14 @@ class ExperimentConfig(Section):
             raise ValueError("clients.availability decides who drops; leave [faults] drops out")
 
     def _check_round(self) -> None:
-        """``[round]``: what runs so far (issue 32 continues: SecAgg+'s dropout path for a late client). With DP,
-        ε is accounted for the cohort each round aggregated (fedbw.privacy.sampling.FirstRepliesSampler)."""
+        """``[round]``: a deadline or over-selection in every engine; under SecAgg+ a late client is one that
+        dropped after the share exchange (Flower's unmask path). With DP, ε is accounted for the cohort each
+        round aggregated (fedbw.privacy.sampling.FirstRepliesSampler)."""
         r, c = self.round, self.clients
         if r.min_replies > c.per_round:
             raise ValueError(f"round.min_replies ({r.min_replies}) cannot exceed clients.per_round ({c.per_round})")
         if not r.closes_early:
             return
-        if self.privacy.secagg.enabled:
-            raise ValueError("round.deadline_s and round.over_select with SecAgg+ are not modelled yet (a late "
-                             "client is a SecAgg+ dropout: its unmask path); turn one of them off")
         dp, varies = self.privacy.dp, self.sampler().cohort_varies
         if dp.enabled and dp.mode != "local" and varies:
             raise ValueError(f"round.deadline_s with central DP needs clients.sampling = \"fixed\": a deadline keeps "

@@ -101,25 +101,29 @@ def log2_shares(cohort: int) -> int:
     return min(k, cohort if cohort % 2 else cohort - 1)
 
 
-def check_privacy(privacy: PrivacyConfig, c: ClientsConfig, compression: CompressionConfig) -> None:
-    """Cross-section checks of privacy.secagg and privacy.dp; ValueError says which keys to change."""
+def check_privacy(privacy: PrivacyConfig, c: ClientsConfig, compression: CompressionConfig,
+                  sampled: int | None = None) -> None:
+    """Cross-section checks of privacy.secagg and privacy.dp; ValueError says which keys to change. ``sampled``:
+    the clients a round samples (more than clients.per_round with round.over_select), SecAgg+'s ring."""
     sa = privacy.secagg
     if sa.enabled:
-        shares = sa.shares(c.per_round)
-        if shares > c.per_round:
-            raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) cannot exceed clients.per_round "
-                             f"({c.per_round})")
+        n = sampled or c.per_round
+        cohort = (f"clients.per_round ({c.per_round})" if n == c.per_round
+                  else f"the {n} clients a round samples (clients.per_round × round.over_select)")
+        shares = sa.shares(n)
+        if shares > n:
+            raise ValueError(f"privacy.secagg.num_shares ({sa.num_shares}) cannot exceed {cohort}")
         if sa.reconstruction_threshold >= shares:
             raise ValueError(f"privacy.secagg.reconstruction_threshold ({sa.reconstruction_threshold}) must be less "
-                             f"than the {shares} shares num_shares = {sa.num_shares!r} gives at clients.per_round "
-                             f"({c.per_round}); lower the threshold")
+                             f"than the {shares} shares num_shares = {sa.num_shares!r} gives at {cohort}; lower the "
+                             f"threshold")
         if compression.codec != "none":
             raise ValueError("compression codecs do not compose with SecAgg+: masked values are uniform "
                              "integers; set compression.codec = \"none\" or disable privacy.secagg")
-        if shares < c.per_round and shares % 2 == 0:
-            raise ValueError(f"privacy.secagg.num_shares ({shares}) must be odd when below clients.per_round "
-                             f"({c.per_round}): Flower's SecAgg+ builds a symmetric ring of neighbours and fails "
-                             f"on an even count; use {shares - 1} or {shares + 1}")
+        if shares < n and shares % 2 == 0:
+            raise ValueError(f"privacy.secagg.num_shares ({shares}) must be odd when below {cohort}: Flower's SecAgg+ "
+                             f"builds a symmetric ring of neighbours and fails on an even count; use {shares - 1} or "
+                             f"{shares + 1}")
         if SAMPLERS[c.sampling].cohort_varies:
             raise ValueError("SecAgg+ needs a cohort of at least num_shares clients in every round, and a "
                              "Poisson cohort can have any size (0 included); set clients.sampling = \"fixed\" "

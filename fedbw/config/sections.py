@@ -111,7 +111,10 @@ class RoundConfig(Section):
     """When a round's training stage closes: production federated learning over-selects and closes a round at
     a reporting deadline or once enough clients replied, instead of waiting for its slowest client (Bonawitz
     et al. 2019; fedbw.netmodel.close). A late client still downloads, trains and uploads; its update is not
-    used."""
+    used. Under SecAgg+ the training stage is the masked vectors' (after the share exchange): a late client
+    is one that dropped, and the server's unmask stage reconstructs its masks (the round completes only if
+    enough of every client's share holders replied in time: privacy.secagg.num_shares and
+    reconstruction_threshold)."""
 
     deadline_s: float | None = Field(None, gt=0, description="seconds after the server pushed the training "
                                                              "messages: it stops pulling replies at its first "

@@ -73,9 +73,11 @@ def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
                 plan, run_id, "estimate", r, timeline,
                 epsilon=None if accountant is None else account_round(accountant, plan, r, counted),
                 privacy=privacy_round(plan.config.privacy, plan.sampler, released_cohort(plan, counted)))
-            if dropped := plan.secagg_dropped(r):  # who dropped, and the chance Flower completes such a round
-                rnd.extra["secagg_dropped"] = dropped
-                rnd.extra["secagg_completes"] = secagg_completes(plan, r)
+            lost = gone if plan.config.privacy.secagg.enabled else set()
+            if lost:  # who dropped or came late, and the chance Flower completes such a round
+                if dropped := plan.secagg_dropped(r):
+                    rnd.extra["secagg_dropped"] = dropped
+                rnd.extra["secagg_completes"] = secagg_completes(plan, r, len(lost))
         result.clients += clients
         result.rounds.append(rnd)
         if writer:
@@ -84,14 +86,16 @@ def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
     return result
 
 
-def secagg_completes(plan: Plan, round_index: int) -> float:
-    """The chance Flower's SecAgg+ completes round ``round_index`` with its planned dropouts (its threshold
-    rule on a shuffled ring: :mod:`fedbw.privacy.secagg_dropouts`)."""
+def secagg_completes(plan: Plan, round_index: int, lost: int | None = None) -> float:
+    """The chance Flower's SecAgg+ completes round ``round_index`` when ``lost`` of its clients are gone after
+    the share exchange (default: its planned SecAgg+ dropouts; a client late at the round's deadline or left
+    out by over-selection is one too), by its threshold rule on a shuffled ring
+    (:mod:`fedbw.privacy.secagg_dropouts`)."""
     from fedbw.privacy.secagg_dropouts import completion_probability
 
     sa, n = plan.config.privacy.secagg, len(plan.sampled_clients(round_index))
-    return completion_probability(n, sa.shares(n), sa.reconstruction_threshold, len(plan.secagg_dropped(round_index)),
-                                  seed=plan.config.seed)
+    gone = len(plan.secagg_dropped(round_index)) if lost is None else lost
+    return completion_probability(n, sa.shares(n), sa.reconstruction_threshold, gone, seed=plan.config.seed)
 
 
 def steady_round(plan: Plan) -> int:

@@ -121,7 +121,7 @@ class MeasuringGrid(Grid):
                  stage_train_name: str = "fit", foreign: bool = False,
                  late_of: Callable[[int, list[dict[str, Any]]], set[int]] | None = None,
                  close: StageClose | None = None, dropped_of: Callable[[int], list[int]] | None = None,
-                 dropped_stage: str = "fit") -> None:
+                 training_stage: str | None = None) -> None:
         self._inner = inner
         self._log = log
         self._client_of = client_of
@@ -136,15 +136,17 @@ class MeasuringGrid(Grid):
             getattr(inner, "pull_interval", 3.0))
         self._sent: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
-        #: simulate with a round policy: (round, the round's training-stage message events) → the clients
-        #: whose replies the virtual clock says came too late (fedbw.fl.virtual_clock.VirtualClose)
+        #: the round's training stage: "fit", or SecAgg+'s "collect_masked_vectors" (its clients train then,
+        #: after the share exchange; default: ``stage_train_name``); where a round policy closes and where a
+        #: planned dropout is gone
+        self._training_stage = training_stage or stage_train_name
+        #: simulate with a round policy: (round, the round's message events so far, every stage) → the
+        #: clients whose training replies the virtual clock says came too late (fl.virtual_clock.VirtualClose)
         self._late_of = late_of
         #: emulate with a round policy: the training stage closes on this process's (emulated) clock
         self._close = close
-        #: simulate with clients.availability: round → the plan's dropouts, whose replies to ``dropped_stage``
-        #: (the training stage: "fit", or SecAgg+'s "collect_masked_vectors") are left out
+        #: simulate with clients.availability: round → the plan's dropouts, whose training replies are left out
         self._dropped_of = dropped_of
-        self._dropped_stage = dropped_stage
         self._round_messages: dict[int, list[dict[str, Any]]] = {}
 
     # Delegation of the abstract interface.
@@ -229,10 +231,12 @@ class MeasuringGrid(Grid):
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
         """Same contract as Flower's: push, then pull until every reply is in or ``timeout`` passes. With
         ``late_of`` (simulate and a round policy) the training stage's replies are then laid on the virtual
-        clock, and those of clients it calls late are left out (and logged as a ``late`` event)."""
+        clock, and those of clients it calls late are left out (and logged as a ``late`` event). Under SecAgg+
+        the workflow then takes a left-out client for one that dropped after the share exchange: Flower's own
+        unmask path reconstructs its masks."""
         messages = list(messages)
         stage = exchange_stage(messages[0], self._train_name) if messages else ""
-        training = stage == self._train_name
+        training = stage == self._training_stage
         close = self._close if training else None
         enough = None
         if close is not None:  # Flower's reply timeout is the deadline; "enough" stops after the pull that got them
@@ -254,7 +258,7 @@ class MeasuringGrid(Grid):
         if close is not None and left:
             self._log.emit(LATE, round=self._round_of(), clients=sorted(
                 self._client_of.get(i["node_id"], -1) for i in left if i is not None))
-        if self._dropped_of is not None and stage == self._dropped_stage and out:
+        if self._dropped_of is not None and training and out:
             out = self._without_dropped(out)
         if self._late_of is not None and training and out:
             return self._without_late(out)
@@ -275,8 +279,8 @@ class MeasuringGrid(Grid):
 
     def _without_late(self, replies: list[Message]) -> list[Message]:
         r = self._round_of()
-        with self._lock:
-            events = [m for m in self._round_messages.get(r, []) if m["stage"] == self._train_name]
+        with self._lock:  # the round's own list: the clock lays the whole round once its later stages ran
+            events = self._round_messages.setdefault(r, [])
         assert self._late_of is not None
         late = self._late_of(r, events)
         if not late:

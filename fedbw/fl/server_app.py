@@ -121,7 +121,9 @@ class ComeBack:
 
 def plan_fit_step(settings: AppSettings, strategy: PlanFedAvg, wrapped: Strategy,
                   inner: Callable[[Grid, Context], None] | None) -> Callable[[Grid, Context], None]:
-    """The round's fit step: Flower's (or SecAgg+'s), then the noise-only release of an empty Poisson round.
+    """The round's fit step: Flower's (or SecAgg+'s), then the noise-only release of an empty Poisson round. A
+    SecAgg+ round that halted (too few of a client's share holders replied) stops the run with a RunError: Flower
+    would go on with the model unchanged, and the round's record would read as aggregated.
 
     A Poisson round can draw nobody. Central DP must still release *something* with the same noise, or
     "the model did not move" would tell who was (not) sampled: the server adds Flower's noise (std
@@ -135,6 +137,12 @@ def plan_fit_step(settings: AppSettings, strategy: PlanFedAvg, wrapped: Strategy
     def run(grid: Grid, context: Context) -> None:
         step(grid, context)
         r = int(context.state.config_records[MAIN_CONFIGS_RECORD][WorkflowKey.CURRENT_ROUND])
+        if getattr(inner, "halted", False):  # a halted SecAgg+ round aggregated nothing: not a round to record
+            sa = cfg.privacy.secagg
+            raise RunError(f"round {r}: SecAgg+ halted: a client kept fewer than reconstruction_threshold = "
+                           f"{sa.reconstruction_threshold} of its {cfg.secagg_shares()} share holders among the "
+                           f"replies (dropouts, or clients late at the round's close); raise "
+                           f"privacy.secagg.num_shares or lower the threshold")
         if noise_empty and not settings.plan.sampled_clients(r):
             from flwr.compat.common import recorddict_compat as compat
             from flwr.supercore.differential_privacy import add_gaussian_noise_to_params
@@ -185,7 +193,7 @@ def main(grid: Grid, context: Context) -> None:
         measured = MeasuringGrid(grid, log, client_of, lambda: state.round, measure=settings.measure,
                                  late_of=virtual_close(settings), close=real_close(settings),
                                  dropped_of=plan.dropped if (plan.config.engine == "simulate" and plan.offline) else None,
-                                 dropped_stage=plan.dropout_stage)
+                                 training_stage=plan.dropout_stage)
         # ``strategy`` stays PlanFedAvg: Flower's DP wrappers do not forward attribute lookups. The plan's
         # budget caps the rounds at privacy.dp.max_epsilon; the strategy accounts each round as it ran and
         # stops earlier if dropouts spent more than planned.

@@ -9,6 +9,7 @@ No Flower and no torch: the ServerApp imports it, and so does the engine.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 from fedbw.netmodel import ClientLink, DeploymentClock, round_timeline
@@ -39,14 +40,24 @@ def measured_timeline(plan: Plan, rnd: RoundEvents, link_of: Callable[[int], Cli
 
 class VirtualClose:
     """simulate's ServerApp's view of its round policy: which replies the virtual clock says missed the
-    close. Every round goes through it (the clock carries the SuperNodes' poll grids to the next round)."""
+    close. Every round goes through it (the clock carries the SuperNodes' poll grids to the next round). A
+    round's stages after its training stage (SecAgg+'s unmask) are not run yet when it asks, so the round
+    so far is laid on a copy of the clock, and the whole round, once the next one asks, on the clock."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.clock = plan.deployment_clock()
+        #: the round being asked about: its index, clients and the caller's list of its events, which grows
+        #: with its later stages
+        self._open: tuple[int, list[int], list[dict[str, Any]]] | None = None
 
     def late(self, round_index: int, clients: list[int], messages: list[dict[str, Any]]) -> set[int]:
-        """The clients of ``messages`` (the round's "message" events, as logged) whose reply came too late."""
-        timeline = measured_timeline(self.plan, RoundEvents(round_index, list(clients), list(messages)),
-                                     clock=self.clock)
-        return timeline.late_ids
+        """The clients of ``messages`` (the round's "message" events so far, as logged, every stage; the caller
+        goes on adding the round's later ones to this list) whose training reply came too late."""
+        if self._open is not None and self._open[0] != round_index:
+            done, ids, events = self._open
+            measured_timeline(self.plan, RoundEvents(done, ids, list(events)), clock=self.clock)
+        self._open = (round_index, list(clients), messages)
+        clock = copy.deepcopy(self.clock) if self.clock is not None else None
+        return measured_timeline(self.plan, RoundEvents(round_index, list(clients), list(messages)),
+                                 clock=clock).late_ids

@@ -17,7 +17,7 @@ client
   unmask                  (look-ups only)
 server
   collect_masked_vectors  n × add L mod M (the masked sum)
-  unmask                  per surviving client: combine its seed from the shares its surviving
+  unmask                  (server_unmask_parts) per surviving client: combine its seed from the shares its surviving
                           neighbours (and itself) hold, expand and subtract its mask;
                           per dropped client: combine its key from its surviving neighbours' shares,
                           then per neighbour ECDH + expand + add its pairwise mask; dequantize L
@@ -37,7 +37,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 STAGES = ("setup", "share_keys", "collect_masked_vectors", "unmask")
 
@@ -93,12 +93,17 @@ def _split(c: SecAggCostConstants, shares: int, threshold: int) -> float:
     return c.share_split_s + c.share_split_per_share_threshold_s * shares * threshold
 
 
+def _combine(per_share_s: float, per_share_sq_s: float, shares: int) -> float:
+    """Combining ``shares`` shares: one field inversion per share and shares² multiplications."""
+    return per_share_s * shares + per_share_sq_s * shares**2
+
+
 def _combine_seed(c: SecAggCostConstants, shares: int) -> float:
-    return c.combine_seed_per_share_s * shares + c.combine_seed_per_share_sq_s * shares**2
+    return _combine(c.combine_seed_per_share_s, c.combine_seed_per_share_sq_s, shares)
 
 
 def _combine_key(c: SecAggCostConstants, shares: int) -> float:
-    return c.combine_key_per_share_s * shares + c.combine_key_per_share_sq_s * shares**2
+    return _combine(c.combine_key_per_share_s, c.combine_key_per_share_sq_s, shares)
 
 
 def lost_neighbours(others: int, lost: int, neighbours: int, most: int) -> list[tuple[int, float]]:
@@ -144,26 +149,51 @@ def server_stage_s(stage: str, clients: int, shares: int, vector_len: int, c: Se
     round that completes (``threshold``: the reconstruction threshold, a majority of the shares if None)."""
     if not 0 <= dropped < clients:
         raise ValueError(f"dropped ({dropped}) must be in 0..clients-1 ({clients - 1})")
-    k, values = shares - 1, vector_len + 1
-    alive = clients - dropped
+    values, alive = vector_len + 1, clients - dropped
     if stage in ("setup", "share_keys"):
         return clients * c.server_per_client_s  # the server only forwards keys and ciphertexts
     if stage == "collect_masked_vectors":
         return clients * c.server_per_client_s + alive * c.add_per_value_s * values
     if stage == "unmask":
-        # a survivor's seed comes back from the shares of its neighbourhood's survivors (its own included); a
-        # dropped client's key from its surviving neighbours' (its own share is lost with it); Flower combines
-        # every share it collected, so each dropped neighbour means one share fewer
-        t = default_threshold(shares) if threshold is None else threshold
-        seed = sum(p * _combine_seed(c, shares - j)
-                   for j, p in lost_neighbours(clients - 1, dropped, k, shares - t)) if alive else 0.0
-        key = sum(p * _combine_key(c, k - j)
-                  for j, p in lost_neighbours(clients - 1, dropped - 1, k, k - t)) if dropped else 0.0
-        per_alive = seed + _prg(c, values) + c.add_per_value_s * values
-        per_dropped = key + k * (c.ecdh_s + _prg(c, values) + c.add_per_value_s * values)
-        return (alive * (c.server_per_client_s + per_alive) + dropped * per_dropped
-                + c.quantize_per_value_s * values)
+        return sum(part.seconds for part in server_unmask_parts(clients, shares, vector_len, c, dropped,
+                                                                threshold).values())
     raise ValueError(f"unknown SecAgg+ stage {stage!r}; stages are {', '.join(STAGES)}")
+
+
+class UnmaskPart(NamedTuple):
+    """One kind of work in the server's unmask stage: how many times Flower's workflow does it (expected over
+    who dropped) and the seconds all of them take."""
+
+    calls: float
+    seconds: float
+
+
+def server_unmask_parts(clients: int, shares: int, vector_len: int, c: SecAggCostConstants, dropped: int = 0,
+                        threshold: int | None = None) -> dict[str, UnmaskPart]:
+    """The server's unmask stage part by part (its sum is :func:`server_stage_s`'s ``unmask``), in the names a
+    traced real round files its calls under (``fedbw.fl.privacy.costs.SERVER_PRIMITIVES``), so each part can
+    be checked against Flower's: ``combine_seed``, ``combine_key``, ``prg`` (mask expansions), ``ecdh``,
+    ``add`` (vector adds and subtracts, with the mod), ``dequantize`` and ``bookkeeping`` (per survivor).
+
+    A survivor's seed comes back from the shares of its neighbourhood's survivors (its own included); a
+    dropped client's key from its surviving neighbours' (its own share is lost with it); Flower combines
+    every share it collected, so each dropped neighbour means one share fewer. Every dropped client's k
+    pairwise masks are expanded again, its dropped neighbours' included (Flower loops over all of them)."""
+    if not 0 <= dropped < clients:
+        raise ValueError(f"dropped ({dropped}) must be in 0..clients-1 ({clients - 1})")
+    k, values = shares - 1, vector_len + 1
+    alive, pairs = clients - dropped, dropped * (shares - 1)
+    t = default_threshold(shares) if threshold is None else threshold
+    seed = sum(p * _combine_seed(c, shares - j)
+               for j, p in lost_neighbours(clients - 1, dropped, k, shares - t)) if alive else 0.0
+    key = sum(p * _combine_key(c, k - j)
+              for j, p in lost_neighbours(clients - 1, dropped - 1, k, k - t)) if dropped else 0.0
+    masks = alive + pairs
+    return {"combine_seed": UnmaskPart(alive, alive * seed), "combine_key": UnmaskPart(dropped, dropped * key),
+            "prg": UnmaskPart(masks, masks * _prg(c, values)), "ecdh": UnmaskPart(pairs, pairs * c.ecdh_s),
+            "add": UnmaskPart(masks, masks * c.add_per_value_s * values),
+            "dequantize": UnmaskPart(1, c.quantize_per_value_s * values),
+            "bookkeeping": UnmaskPart(alive, alive * c.server_per_client_s)}
 
 
 def client_round_s(shares: int, vector_len: int, c: SecAggCostConstants,

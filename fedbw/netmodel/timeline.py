@@ -212,7 +212,7 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
                    exchanges_for: Callable[[int], Sequence[MessageSizes]] | list[MessageSizes], *,
                    deployment: DeploymentClock | None = None, server: ServerLink = UNLIMITED,
                    client_cpu: Mapping[int, float] | None = None, server_cpu: float = 1.0,
-                   server_extra_s: Callable[[str, int], float] | None = None,
+                   server_extra_s: Callable[[str, int, int], float] | None = None,
                    app_setup_s: float = 0.0, close: StageClose = WAIT_FOR_ALL,
                    dropped: SecAggDropouts | None = None) -> RoundTimeline:
     """Lay out one round.
@@ -221,9 +221,12 @@ def round_timeline(clients: Sequence[tuple[int, ClientLink, float]],
     returns that client's stage messages (sizes may differ per client, e.g. measured bytes), or
     ``exchanges_for`` is one list of messages for every client (estimate's). With a
     ``deployment`` clock the round includes Flower's costs and advances that clock; ``server`` is the
-    shared server link; ``server_extra_s(stage, clients)`` adds server work after a stage (SecAgg+
-    unmasking of that many clients' vectors); ``close`` ends each stage that trains at a deadline or once
-    enough replies are in (:mod:`fedbw.netmodel.close`; the other stages wait for every client).
+    shared server link; ``server_extra_s(stage, clients, lost)`` adds server work after a stage (SecAgg+
+    unmasking of that many clients' vectors, ``lost`` more late at an earlier stage); ``close`` ends each
+    stage that trains at a deadline or once enough replies are in (:mod:`fedbw.netmodel.close`; the other
+    stages wait for every client). A client late at a stage that closed takes no part in the round's later
+    stages: the server has stopped waiting for it (SecAgg+'s unmask stage goes to the clients whose masked
+    vectors it holds, and reconstructs what the late ones owed, as for a dropout).
     ``dropped``: SecAgg+ clients gone after the share exchange (their exchanges end there); the stage they
     miss waits for Flower to report them gone (Flower's costs only).
     """
@@ -261,7 +264,10 @@ def _closed(timeline: RoundTimeline, rows: Sequence[tuple[int, ClientLink, float
     if not close.closes_early:
         return timeline
     training = {ex.stage for _, _, _, exchanges in rows for ex in exchanges if ex.computes}
+    lost: set[int] = set()
     for stage in timeline.stages:
+        if lost:  # late at an earlier stage: not in this one (its flows were laid with the others')
+            timeline.timings = [t for t in timeline.timings if t.stage != stage or t.client_id not in lost]
         if stage not in training:
             continue
         idx = [i for i, t in enumerate(timeline.timings) if t.stage == stage]
@@ -270,6 +276,7 @@ def _closed(timeline: RoundTimeline, rows: Sequence[tuple[int, ClientLink, float
         for i, is_late in zip(idx, late):
             timeline.timings[i] = timeline.timings[i]._replace(late=1.0 if is_late else 0.0)
         timeline.stage_spans_s[stage] = t_close
+        lost.update(timeline.timings[i].client_id for i, is_late in zip(idx, late) if is_late)
         counted = [f for f, is_late in zip(finishes, late) if not is_late]
         if any(late):
             timeline.deadline_wait_s[stage] = t_close - max(counted, default=0.0)
@@ -319,13 +326,16 @@ def _shared_links_round(rows: Sequence[tuple[int, ClientLink, float, list[Messag
 
 def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageSizes]]], stages: list[str],
                       clock: DeploymentClock, server: ServerLink, client_cpu: Mapping[int, float] | None,
-                      server_cpu: float, server_extra_s: Callable[[str, int], float] | None,
+                      server_cpu: float, server_extra_s: Callable[[str, int, int], float] | None,
                       app_setup_s: float, close: StageClose = WAIT_FOR_ALL,
                       dropped: SecAggDropouts | None = None) -> RoundTimeline:
     timeline = RoundTimeline(stages)
     server_totals: dict[str, float] = {}
+    lost: set[int] = set()  # late at a stage that closed: out of the round's later stages
     for stage in stages:
         items = _by_stage(rows, stage)
+        if lost:
+            items = [it for it in items if it[0] not in lost]
         tails: dict[tuple[int, float], tuple[float, float, int, int, float, float]] = {}
         messages = []
         new = tuple.__new__  # StageMessage from its fields in order (one per client: keep it cheap)
@@ -345,10 +355,12 @@ def _deployment_round(rows: Sequence[tuple[int, ClientLink, float, list[MessageS
                              server_up_bytes_per_s=mbps_to_bytes_per_s(server.up_payload_mbps),
                              server_down_bytes_per_s=mbps_to_bytes_per_s(server.down_payload_mbps),
                              client_cpu=client_cpu, server_cpu=server_cpu,
-                             server_extra_s=server_extra_s(stage, len(items)) if server_extra_s else 0.0,
+                             server_extra_s=server_extra_s(stage, len(items), len(lost)) if server_extra_s else 0.0,
                              aggregate=trains, close=close if trains else WAIT_FOR_ALL,
                              silent=dropped if dropped is not None and stage == dropped.stage else None)
-        timeline.timings += _stage_timings(stage, st, items)
+        rows_now = _stage_timings(stage, st, items)
+        timeline.timings += rows_now
+        lost.update(t.client_id for t in rows_now if t.late > 0.5)
         timeline.stage_spans_s[stage] = st.t_end_s - st.t_start_s
         if st.deadline_wait_s > 0:
             timeline.deadline_wait_s[stage] = st.deadline_wait_s

@@ -81,14 +81,15 @@ def _ranges(data: dict[str, Any], kinds: list[str]) -> str:
 SECAGG_CMD = ".venv/bin/python benchmarks/secagg_scale.py"
 
 
-def _now(rows: list[dict[str, Any]], tol: float) -> str:
+def _now(rows: list[dict[str, Any]], tol: float, per_cell: bool = False) -> str:
     """The same model on SecAgg+'s primitives timed in this run: the model's own error, apart from the host's
     drift since the calibration timed its constants."""
     now = [r for r in rows if r.get("error_now") is not None]
     if not now:
         return ""
     errors = [r["error_now"] for r in now]
-    return (f"The same model on SecAgg+'s primitives timed in this run (not the calibration's): within "
+    when = "just before each cell's rounds" if per_cell else "at its start"
+    return (f"The same model on SecAgg+'s primitives timed in this run, {when} (not the calibration's): within "
             f"{100 * tol:g} % in {sum(abs(e) <= tol for e in errors)} of {len(now)} rows, errors {_pct(min(errors))} "
             f"to {_pct(max(errors))} (median {_pct(statistics.median(errors))}).\n")
 
@@ -112,6 +113,60 @@ def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]], stamp: Any,
             out.append(f"{_pct(min(moves))} to {_pct(max(moves))} against the run of {run['date']} "
                        f"(median {_pct(statistics.median(moves))}, {len(moves)} rows{then})")
     return ("Measured again: this run's unmask stage is " + "; ".join(out) + ".\n") if out else ""
+
+
+#: The unmask stage's parts in the order its table lists them: the model's, then what only the rounds have.
+UNMASK_PARTS = ("combine_seed", "combine_key", "prg", "ecdh", "add", "dequantize", "bookkeeping", "aggregate_fit")
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} [{min(values):.2f}–{max(values):.2f}]" if values else "-"
+
+
+def unmask_parts_markdown(rows: list[dict[str, Any]]) -> str:
+    """The unmask stage part by part over the cells whose rounds were traced: per part, how often Flower's
+    workflow called it against the model's count, and its measured CPU time against the model's, on the
+    calibration's constants and on those timed in the same run (median and range over the cells)."""
+    traced = [r for r in rows if r.get("parts")]
+    if not traced:
+        return ""
+    out = []
+    for part in UNMASK_PARTS:
+        cells = [r["parts"][part] for r in traced if part in r["parts"]]
+        if not cells:
+            continue
+        modelled = [c for c in cells if "model_calls" in c]
+        if part == "bookkeeping" or not modelled:
+            calls = "-"
+        else:
+            same = sum(abs(c["calls"] - c["model_calls"]) < 0.5 for c in modelled)
+            calls = f"{same} of {len(modelled)}"
+        def ratios(key: str) -> list[float]:
+            return [c["measured_s"] / c[key] for c in modelled if c.get(key) and c["measured_s"] > 0]
+        share = [c["measured_s"] / r["parts_stage_s"] for r in traced for c in [r["parts"].get(part)]
+                 if c is not None and r.get("parts_stage_s")]
+        out.append([f"`{part}`", calls, _spread(ratios("model_s")), _spread(ratios("model_now_s")),
+                    f"{100 * statistics.median(share):.0f} %" if share else "-"])
+    return (md_table(["part", "calls as the model counts (cells)", "measured / model",
+                      "measured / model on this run's primitives", "share of the stage (median)"], out,
+                     right={1, 2, 3, 4})
+            + f"\nThe unmask stage part by part, over the {len(traced)} cells above whose rounds were traced "
+              "(`measure_secagg_round(trace=True)`: each primitive Flower's workflow calls, timed in CPU time; the "
+              "mean over a cell's rounds). The model's "
+              "parts are `server_unmask_parts`, whose counts are exact (who dropped is known; how many shares each "
+              "combine has is not, and is the model's expectation). `aggregate_fit` is FedAvg "
+              "over the replies, which the model charges as the stage's aggregation, not here; `bookkeeping` is "
+              "the stage outside every traced call. Ratios: median [range] over cells.\n")
+
+
+def _estimator(data: dict[str, Any]) -> str:
+    """How a cell's measured unmask was taken from its rounds (the check's runs before 2026-12-06 05:45 UTC took
+    the fastest round without dropouts and the mean with them)."""
+    if data.get("estimator") == "median":
+        return f"the median of {data['dropout_repeats']} rounds, those that finished, with and without dropouts"
+    return (f"without dropouts the fastest of {data['repeats']}; with dropouts the mean of "
+            + (f"{data['dropout_repeats']} rounds, those that finished" if "dropout_repeats" in data
+               else f"the best of {data['repeats']}"))
 
 
 def _pct(x: float) -> str:
@@ -158,12 +213,12 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
     out.append(md_table(["clients", "shares", "dropped", "unmask measured", "unmask model", "error",
                          "dropped clients' cost: measured / model"], rows, right=set(range(7)))
                + f"\nThe server's unmask stage, {data['vector_len']:,} values, real rounds on Flower's SecAgg+ "
-                 f"workflow in-process (without dropouts the fastest of {data['repeats']}; with dropouts the mean of "
-                 + (f"{data['dropout_repeats']} rounds, those that finished" if "dropout_repeats" in data
-                    else f"the best of {data['repeats']}") + f"): {within} of {len(measured)} within {100 * tol_s:g} %"
+                 f"workflow in-process ({_estimator(data)}): {within} of {len(measured)} within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data.get('server_date', data['date'])} on {data['machine']}.\n"
-               + _now(measured, tol_s) + _earlier(data.get("earlier_server") or [], measured, data.get("made_by"), tol_s))
+               + _now(measured, tol_s, data.get("primitives_timed") == "per cell") + _earlier(data.get("earlier_server") or [], measured, data.get("made_by"), tol_s))
+    if (parts := unmask_parts_markdown(measured)):
+        out.append(parts)
     if data.get("survival"):  # the chance a round completes at the study's settings (the model's rule)
         srows = [[str(r["clients"]), str(r["shares"]), f"{100 * r['dropout']:.0f} %",
                   f"{100 * r['completes']:.1f} %"] for r in data["survival"]]

@@ -1,7 +1,8 @@
 """``[round]`` in the estimate engine (issue 32.2): over-selection samples more clients, the training stage
 closes at enough replies or at the deadline, late clients are recorded with their wasted uplink, and a
-round with too few replies is abandoned; with DP, ε is accounted for the replies that came in time; the
-engines and settings that do not run it yet say so."""
+round with too few replies is abandoned; under SecAgg+ a late client is a dropout the unmask stage
+reconstructs; with DP, ε is accounted for the replies that came in time; the settings that do not run it
+say so."""
 
 from __future__ import annotations
 
@@ -62,7 +63,6 @@ def test_a_deadline_before_any_reply_abandons_the_round_and_records_every_client
 
 
 @pytest.mark.parametrize("keys, expected", [
-    ({"privacy": {"secagg": {"enabled": True}}}, "with SecAgg+ are not modelled yet"),
     ({"clients": {"total": 20, "per_round": 4, "sampling": "poisson"}}, "needs a fixed-size cohort"),
     ({"clients": {"total": 20, "per_round": 4, "sampling": "poisson"}, "privacy": {"dp": {"enabled": True}},
       "round": {"deadline_s": 20.0}}, 'with central DP needs clients.sampling = "fixed"'),
@@ -71,6 +71,38 @@ def test_what_does_not_run_yet_is_a_clear_error(keys: dict, expected: str) -> No
     data = {**_cfg(over_select=1.5), **keys}
     with pytest.raises((ConfigError, ValueError), match=re.escape(expected)):
         config_from_dict(data)
+
+
+@pytest.mark.parametrize("policy", [{"over_select": 1.5}, {"deadline_s": 20.0}])
+def test_under_secagg_a_late_client_is_a_dropout_that_the_unmask_stage_reconstructs(policy: dict) -> None:
+    """Flower's SecAgg+ sends its unmask stage to the clients whose masked vectors the server holds: a client
+    late at the training stage's close takes no part in it, and the server reconstructs its pairwise masks as
+    a dropped client's (server_stage_s with it dropped); the round completes with the chance Flower's
+    threshold rule gives that many lost clients."""
+    from fedbw.netmodel.secagg_cost import server_stage_s
+    from fedbw.privacy.secagg_dropouts import completion_probability
+
+    data = {**_cfg(**policy), "privacy": {"secagg": {"enabled": True}}}
+    plan = build_plan(config_from_dict(data))
+    res = run_estimate(plan, "t")
+    sa, crypto, params = plan.config.privacy.secagg, plan.costs.secagg, plan.model.params
+    assert sum(r.late_clients for r in res.rounds) > 0
+    for r in res.rounds:
+        n, late = r.num_clients, {c.client_id for c in res.clients if c.round == r.round and c.late}
+        assert len(late) == r.late_clients
+        for c in res.clients:
+            if c.round == r.round:
+                assert ("unmask" in {s.stage for s in c.stages}) == (c.client_id not in late)
+        shares = min(sa.shares(n), n)
+        expected = sum(server_stage_s(stage, n, shares, params, crypto, len(late) if stage == "unmask" else 0,
+                                      sa.reconstruction_threshold)
+                       for stage in ("setup", "share_keys", "collect_masked_vectors", "unmask"))
+        assert r.extra["framework_parts_s"]["server_extra_s"] == pytest.approx(expected, rel=1e-9)
+        if late:
+            assert r.extra["secagg_completes"] == pytest.approx(completion_probability(
+                n, shares, sa.reconstruction_threshold, len(late), seed=plan.config.seed))
+        else:
+            assert "secagg_completes" not in r.extra
 
 
 def test_min_replies_above_the_cohort_is_refused() -> None:

@@ -40,6 +40,31 @@ def test_a_links_only_round_ends_at_its_close_and_the_late_client_holds_no_barri
     assert timed.framework_time_s == pytest.approx(0.0)  # the wait for the deadline is not Flower's time
 
 
+@pytest.mark.parametrize("deployment", [False, True])
+def test_a_client_late_at_the_close_takes_no_part_in_the_rounds_later_stages(deployment: bool) -> None:
+    """SecAgg+'s shape: the training stage closes, then an unmask stage goes to the clients whose replies the
+    server holds. The late client has no row in it, and the server's work after it counts the late one
+    (``server_extra_s``'s third argument)."""
+    # the slow download: 16 s (a slow upload, once announced, is pulled behind as Flower does: not late)
+    fast, slow = ClientLink(80, 800, 0.0), ClientLink(80, 0.5, 0.0)
+    ex = [MessageSizes("collect", 1e6, 1e6, True), MessageSizes("unmask", 1e3, 1e3, False)]
+    rows = [(0, fast, 1.0), (1, fast, 1.0), (2, slow, 1.0)]
+    seen: list[tuple[str, int, int]] = []
+
+    def extra(stage: str, clients: int, lost: int) -> float:
+        seen.append((stage, clients, lost))
+        return 0.0
+
+    opts = {"deployment": DeploymentClock(FREE, "expected"), "server_extra_s": extra} if deployment else {}
+    tl = round_timeline(rows, lambda cid: ex, close=StageClose(enough=2), **opts)
+    assert tl.late_ids == {2}
+    assert sorted(t.client_id for t in tl.timings if t.stage == "unmask") == [0, 1]
+    assert sorted(t.client_id for t in tl.timings if t.stage == "collect") == [0, 1, 2]
+    if deployment:
+        assert seen == [("collect", 3, 0), ("unmask", 2, 1)]
+    assert round_timeline(rows, lambda cid: ex, **opts).late_ids == set()  # no close: everyone in every stage
+
+
 def _stage(close: StageClose) -> object:
     clock = DeploymentClock(FREE, "expected")
     # each node idle since it started: its pull at 1.5 s (the mean phase), the ClientApp 0.5 s later; client 0

@@ -18,6 +18,7 @@ from fedbw.netmodel.secagg_cost import (
     lost_neighbours,
     server_round_s,
     server_stage_s,
+    server_unmask_parts,
 )
 
 ZERO = SecAggCostConstants(**{f.name: 0.0 for f in dataclasses.fields(SecAggCostConstants)
@@ -57,6 +58,20 @@ def test_server_regenerates_masks_for_every_dropped_client():
     assert server_round_s(n, shares, length, only(keygen_s=1)) == dict.fromkeys(STAGES, 0.0)  # clients make keys
     with pytest.raises(ValueError, match="dropped"):
         server_stage_s("unmask", n, shares, length, ZERO, dropped=n)
+
+
+def test_the_unmask_stage_is_the_sum_of_its_parts_each_with_flowers_count():
+    n, shares, length, dropped = 10, 5, 1000, 2
+    parts = server_unmask_parts(n, shares, length, only(prg_s=1, ecdh_s=1, add_per_value_s=1), dropped)
+    calls = {name: part.calls for name, part in parts.items()}
+    assert calls == {"combine_seed": 8, "combine_key": 2, "prg": 8 + 2 * 4, "ecdh": 2 * 4, "add": 8 + 2 * 4,
+                     "dequantize": 1, "bookkeeping": 8}
+    assert parts["prg"].seconds == 16 and parts["ecdh"].seconds == 8 and parts["add"].seconds == 16 * 1001
+    some = dataclasses.replace(ZERO, **{f.name: 1e-3 * (i + 1) for i, f in enumerate(dataclasses.fields(ZERO))
+                                        if f.type in ("float", float)})
+    for d in (0, 1, 3):
+        total = sum(part.seconds for part in server_unmask_parts(n, shares, length, some, d).values())
+        assert total == pytest.approx(server_stage_s("unmask", n, shares, length, some, d), rel=1e-12)
 
 
 def test_fit_takes_the_fastest_repeat_per_size_and_a_line_over_sizes():

@@ -85,4 +85,29 @@ def test_earlier_runs_of_the_check_show_how_far_the_host_moved() -> None:
     data["earlier_server"][0]["made_by"] = data["made_by"]
     assert "(median +5.00 %, 2 rows; that run within 10 % in 2 of 2)" in secagg_scale_markdown(data)
     # the model on constants timed in the run itself: its own error, apart from the host's drift
-    assert "timed in this run (not the calibration's): within 10 % in 1 of 2 rows, errors −5.00 % to +15.00 %" in text
+    assert "timed in this run, at its start (not the calibration's): within 10 % in 1 of 2 rows, errors −5.00 % to " \
+        "+15.00 %" in text
+    assert "timed in this run, just before each cell's rounds" in secagg_scale_markdown(
+        {**data, "primitives_timed": "per cell"})
+
+
+def test_the_unmask_stage_part_by_part_counts_flowers_calls_and_sets_each_part_against_the_model() -> None:
+    from fedbw.report.privacy_scale_table import unmask_parts_markdown
+
+    def part(calls: float, measured: float, model_calls: float | None = None, model: float = 0.0) -> dict:
+        out = {"calls": calls, "measured_s": measured}
+        if model_calls is not None:
+            out.update(model_calls=model_calls, model_s=model, model_now_s=model / 2)
+        return out
+
+    rows = [{"parts_stage_s": 0.1, "parts": {"combine_seed": part(10, 0.02, 10, 0.01), "prg": part(12, 0.03, 12, 0.03),
+                                              "aggregate_fit": part(1, 0.01), "bookkeeping": part(0, 0.04)}},
+            {"parts_stage_s": 0.2, "parts": {"combine_seed": part(20, 0.08, 20, 0.02), "prg": part(25, 0.06, 24, 0.06),
+                                              "aggregate_fit": part(1, 0.02), "bookkeeping": part(0, 0.04)}},
+            {"measured_s": 1.0}]  # a cell measured without a trace is left out
+    text = unmask_parts_markdown(rows)
+    assert "| `combine_seed` | 2 of 2 | 3.00 [2.00–4.00] | 6.00 [4.00–8.00] | 30 % |" in text
+    assert "| `prg` | 1 of 2 | 1.00 [1.00–1.00] | 2.00 [2.00–2.00] | 30 % |" in text  # 25 calls, the model 24
+    assert "| `aggregate_fit` | - | - | - | 10 % |" in text and "| `bookkeeping` | - | - | - | 30 % |" in text
+    assert "over the 2 cells" in text
+    assert unmask_parts_markdown([{"measured_s": 1.0}]) == ""

@@ -79,7 +79,7 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
         planned_drops = drops_for_plan(plan)  # [faults] drops and clients.availability's mid-round dropouts
         if secagg.enabled and (halted or planned_drops):
             hint = (f"\nSecAgg+ can unmask the sum only if at least reconstruction_threshold = "
-                    f"{secagg.reconstruction_threshold} of each client's {secagg.shares(cfg.clients.per_round)} share "
+                    f"{secagg.reconstruction_threshold} of each client's {cfg.secagg_shares()} share "
                     "holders survive; "
                     f"{len(planned_drops)} drop(s) were planned ({res.dropped if res else []} dropped). "
                     "Plan fewer drops, lower privacy.secagg.reconstruction_threshold or raise num_shares.")

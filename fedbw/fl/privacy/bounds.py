@@ -90,6 +90,14 @@ class GuardedSecAggPlusWorkflow(SecAggPlusWorkflow):
     def __init__(self, *args: Any, observer: Observer | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.observer = observer
+        #: whether the last round stopped short of its unmask: a node kept fewer active share holders than the
+        #: threshold (Flower logs "Secure aggregation halted." and leaves the model as it was); the wrap
+        #: guard's own halt is not one (it is logged, and the round is recorded)
+        self.halted = False
+
+    def __call__(self, grid: Grid, context: Context) -> None:
+        self.halted = True  # until the unmask stage completes
+        super().__call__(grid, context)
 
     def unmask_stage(self, grid: Grid, context: LegacyContext, state: WorkflowState) -> bool:
         rnd = int(context.state.config_records[MAIN_CONFIGS_RECORD][WorkflowKey.CURRENT_ROUND])
@@ -104,8 +112,11 @@ class GuardedSecAggPlusWorkflow(SecAggPlusWorkflow):
             log(logging.ERROR, "SecAgg+ round %s: %s value(s) of the sum wrapped mod %s (declared weights %s exceed "
                     "max_weight %s?); the round is halted and the model is unchanged",
                 rnd, wrapped, state.mod_range, sorted(set(weights))[-3:], state.max_weight)
+            self.halted = False
             return False
-        return self._unmask(grid, context, state)
+        done = self._unmask(grid, context, state)
+        self.halted = not done
+        return done
 
     def _unmask(self, grid: Grid, context: LegacyContext, state: WorkflowState) -> bool:
         """Flower's unmask stage (a subclass may re-encode around it)."""

@@ -176,11 +176,95 @@ class RoundCosts:
     #: share holders dropped too, below the threshold), None when every stage finished. A stage that gave
     #: up stopped part-way: its time is not the stage's cost.
     halted_at: str | None = None
+    #: with ``trace``: per server stage, per primitive the workflow called (:data:`SERVER_PRIMITIVES`), one
+    #: (size, CPU seconds) per call; what the stage's time is made of, call by call
+    server_calls: dict[str, dict[str, list[tuple[int, float]]]] = field(default_factory=dict)
+
+
+#: What Flower 1.42's SecAgg+ server workflow calls by these names, looked up in its module at call time, and
+#: the name a traced round files each call under. A combine is a mask seed's (32 bytes: 3 chunks of 16 once
+#: padded) or a dropped client's private key's (306 bytes: 20 chunks): the two cost 7× apart per share.
+SERVER_PRIMITIVES = ("combine_shares", "pseudo_rand_gen", "generate_shared_key", "bytes_to_private_key",
+                     "bytes_to_public_key", "parameters_addition", "parameters_subtraction", "parameters_mod",
+                     "dequantize")
+#: Chunks of 16 bytes at or below which a combine is a seed's
+SEED_CHUNKS = 3
+
+
+#: How a traced call is filed: under the model's part it belongs to (fedbw.netmodel.secagg_cost.
+#: server_unmask_parts), or, for the calls that only add time to a part (loading the keys of an ECDH, the
+#: vector's mod), under a name of their own that :func:`unmask_parts` folds into it.
+_FILED = {"pseudo_rand_gen": "prg", "generate_shared_key": "ecdh", "bytes_to_private_key": "ecdh_key_load",
+          "bytes_to_public_key": "ecdh_key_load", "parameters_addition": "add", "parameters_subtraction": "add",
+          "parameters_mod": "add_mod", "dequantize": "dequantize", "aggregate_fit": "aggregate_fit"}
+_FOLDED = {"ecdh_key_load": "ecdh", "add_mod": "add"}
+
+
+def _call_name_and_size(name: str, args: tuple[Any, ...]) -> tuple[str, int]:
+    """How a traced call is filed: combines by secret (seed or key) with the shares combined as size; vector
+    operations with their values; the rest with 0."""
+    if name == "combine_shares":
+        chunks = (len(args[0][0]) - 4) >> 4
+        return ("combine_seed" if chunks <= SEED_CHUNKS else "combine_key"), len(args[0])
+    if name == "pseudo_rand_gen":
+        return "prg", sum(int(np.prod(shape)) for shape in args[2])
+    if name in ("parameters_addition", "parameters_subtraction", "parameters_mod", "dequantize"):
+        return _FILED[name], sum(int(np.asarray(a).size) for a in args[0])
+    return _FILED[name], 0
+
+
+def unmask_parts(costs: RoundCosts) -> dict[str, tuple[int, float]]:
+    """A traced round's unmask stage in the model's parts: (calls, CPU seconds) per part; ``aggregate_fit``
+    (FedAvg over the replies, which the model counts as the stage's aggregation, not here) and
+    ``bookkeeping``: the stage's time outside every traced call (building messages, collecting shares)."""
+    if "unmask" not in costs.server_calls:
+        raise ValueError("a round measured without trace=True, or one that never reached the unmask stage")
+    parts: dict[str, tuple[int, float]] = {}
+    for name, calls in costs.server_calls["unmask"].items():
+        part = _FOLDED.get(name, name)
+        n, secs = parts.get(part, (0, 0.0))
+        parts[part] = (n + (0 if name in _FOLDED else len(calls)), secs + sum(s for _, s in calls))
+    traced = sum(secs for _, secs in parts.values())
+    parts["bookkeeping"] = (0, costs.server_s["unmask"] - traced)
+    return parts
+
+
+@contextlib.contextmanager
+def _traced_server(stage_now: dict[str, str], calls: dict[str, dict[str, list[tuple[int, float]]]],
+                   strategy: Any) -> Iterator[None]:
+    """Every :data:`SERVER_PRIMITIVES` call of the SecAgg+ workflow, and its strategy's ``aggregate_fit``
+    (which the unmask stage runs: FedAvg reads every reply's parameters again), timed in CPU time and filed
+    under the stage running; the workflow's module is restored afterwards."""
+    import flwr.server.workflow.secure_aggregation.secaggplus_workflow as workflow_module
+
+    def traced(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            t0 = _cpu()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                secs = _cpu() - t0
+                filed, size = _call_name_and_size(name, args)
+                calls.setdefault(stage_now["stage"], {}).setdefault(filed, []).append((size, secs))
+        return call
+
+    saved = {name: getattr(workflow_module, name) for name in SERVER_PRIMITIVES}
+    for name, fn in saved.items():
+        setattr(workflow_module, name, traced(name, fn))
+    strategy.aggregate_fit = traced("aggregate_fit", strategy.aggregate_fit)
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(workflow_module, name, fn)
+        del strategy.aggregate_fit
 
 
 def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: int | None = None,
-                         dropped: int = 0, modulus_range: int = 2**32, quantization_range: int = 2**22) -> RoundCosts:
-    """Run one round of Flower's SecAgg+ on the loopback grid and time each stage's crypto.
+                         dropped: int = 0, modulus_range: int = 2**32, quantization_range: int = 2**22,
+                         trace: bool = False) -> RoundCosts:
+    """Run one round of Flower's SecAgg+ on the loopback grid and time each stage's crypto (``trace``: also
+    each primitive the server's workflow calls, :attr:`RoundCosts.server_calls`).
 
     Client: the time inside ``secaggplus_mod`` minus the app's own (training) time. Server: each stage
     of ``SecAggPlusWorkflow`` minus the time it waits in ``send_and_receive`` (where the in-process
@@ -240,12 +324,15 @@ def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: 
 
     server: dict[str, float] = {}
     halted: dict[str, str | None] = {"at": None}
+    stage_now = {"stage": ""}
+    calls: dict[str, dict[str, list[tuple[int, float]]]] = {}
 
     def timed_stage(stage: str) -> Callable[..., bool]:
         original = getattr(SecAggPlusWorkflow, f"{stage}_stage")
 
         def timed(self: Any, grid: Any, context: Any, state: Any) -> bool:
             waited["s"] = 0.0
+            stage_now["stage"] = stage
             t0 = _cpu()
             ok = original(self, _WaitTimer(grid, waited), context, state)
             server[stage] = _cpu() - t0 - waited["s"]
@@ -263,7 +350,7 @@ def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: 
                modulus_range=modulus_range)
     strategy = FedAvg(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=clients,
                       min_available_clients=clients, initial_parameters=ndarrays_to_parameters(arrays))
-    with no_gc():
+    with no_gc(), (_traced_server(stage_now, calls, strategy) if trace else contextlib.nullcontext()):
         run_legacy(grid, strategy, 1, wf)
     per_stage: dict[str, list[float]] = {}
     for (nid, stage), secs in outer.items():
@@ -272,7 +359,7 @@ def measure_secagg_round(clients: int, shares: int, vector_len: int, threshold: 
         per_stage.setdefault(stage, []).append(secs - inner.get((nid, stage), 0.0))
     return RoundCosts(clients, shares, t, vector_len, dropped,
                       client_s={k: float(np.mean(v)) for k, v in per_stage.items()}, server_s=server,
-                      halted_at=halted["at"])
+                      halted_at=halted["at"], server_calls=calls)
 
 
 def _cpu() -> float:

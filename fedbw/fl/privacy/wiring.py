@@ -69,7 +69,7 @@ def build_fit_workflow(cfg: ExperimentConfig, observer: Observer | None = None) 
     if not sa.enabled:
         return None
     cls = PackedSecAggPlusWorkflow if sa.mode == "packed" else GuardedSecAggPlusWorkflow
-    return cls(num_shares=sa.shares(cfg.clients.per_round), reconstruction_threshold=sa.reconstruction_threshold,
+    return cls(num_shares=cfg.secagg_shares(), reconstruction_threshold=sa.reconstruction_threshold,
                max_weight=sa.max_weight, clipping_range=sa.clipping_range,
                quantization_range=sa.quantization_range, modulus_range=sa.modulus_range, timeout=sa.timeout_s,
                observer=observer)

@@ -221,6 +221,33 @@ def test_over_selection_closes_the_round_on_the_serverapps_clock_and_records_the
         assert not any(c.dropped for c in clients if c.round == rnd.round)
 
 
+def test_under_secagg_over_selection_leaves_the_late_to_flowers_unmask_path(tmp_path: Path) -> None:
+    """SecAgg+ with over-selection under emulate: the ServerApp's grid stops pulling masked vectors once it
+    holds enough, Flower's workflow takes the others for dropped after the share exchange and unmasks without
+    them (the whole cohort holds shares, so the round completes); the records call them late, with no
+    unmask stage."""
+    before = _workdirs()
+    slow = [{"client": 0, "down_mbps": 0.5}, {"client": 1, "down_mbps": 0.5}]
+    cfg = config_from_dict({
+        "name": "e2e-policy-secagg", "engine": "emulate", "output_dir": str(tmp_path), "model": {"name": "small-cnn"},
+        "clients": {"total": 4, "per_round": 2, "compute": "synthetic"}, "training": {"rounds": 2},
+        "network": {"profile": "home-80", "overrides": slow}, "round": {"over_select": 2.0},
+        "privacy": {"secagg": {"enabled": True, "num_shares": "all"}},
+    })
+    result = run_experiment(cfg)
+    _assert_clean(before)
+    clients, rounds = load_records(result.run_dir)
+    assert len(rounds) == 2
+    events = [json.loads(line) for line in (Path(result.run_dir) / "events.jsonl").read_text().splitlines()]
+    late_events = {e["round"]: e["clients"] for e in events if e["event"] == "late"}
+    assert late_events, "the slow downloads never missed a close"
+    for rnd in rounds:
+        late = sorted(c.client_id for c in clients if c.round == rnd.round and c.late)
+        assert late == late_events.get(rnd.round, []) and rnd.replies == 4 - len(late) >= 2
+        for c in (c for c in clients if c.round == rnd.round):
+            assert ("unmask" in {s.stage for s in c.stages}) == (not c.late)
+
+
 def test_a_traced_link_starts_its_trace_at_the_first_round(tmp_path: Path) -> None:
     """A trace in the config (issue 32.1) under emulate: the shaper starts it again when fedbw's ServerApp
     begins its first round (SIGUSR1, ``ANCHORED`` in the shaper's log, after the submit's), so client 0's

@@ -53,6 +53,44 @@ def test_the_serverapp_leaves_out_exactly_the_clients_the_records_call_late(tmp_
 
 
 @pytest.mark.slow
+def test_under_secagg_the_late_clients_are_dropouts_flowers_workflow_unmasks_without(tmp_path: Path) -> None:
+    """SecAgg+ with over-selection under simulate: the ServerApp leaves the late masked vectors out, so
+    Flower's workflow takes those clients for dropped after the share exchange and sends its unmask stage to
+    the others only; the records call the same clients late, without an unmask stage, and every round
+    aggregates the replies that came in time (its shares: the whole cohort, so the round completes)."""
+    res = _run(tmp_path, privacy={"secagg": {"enabled": True, "num_shares": "all"}}, over_select=2.0)
+    late_records = {r.round: sorted(c.client_id for c in res.clients if c.round == r.round and c.late)
+                    for r in res.rounds}
+    assert {r: c for r, c in late_records.items() if c} == _late_events(res.run_dir)
+    assert set().union(*late_records.values()) >= {0, 1}
+    for r in res.rounds:
+        assert r.replies == 6 - len(late_records[r.round]) >= 3 and not r.abandoned
+        for c in (c for c in res.clients if c.round == r.round):
+            assert ("unmask" in {s.stage for s in c.stages}) == (c.client_id not in late_records[r.round])
+    messages = [json.loads(line) for line in (res.run_dir / "events.jsonl").read_text().splitlines()]
+    unmasked = {(e["round"], e["client_id"]) for e in messages if e["event"] == "message" and e["stage"] == "unmask"}
+    assert unmasked == {(c.round, c.client_id) for c in res.clients if not c.late}
+
+
+@pytest.mark.slow
+def test_a_secagg_round_that_halts_stops_the_run_instead_of_reading_as_aggregated(tmp_path: Path) -> None:
+    """4 sampled for 2, 3 shares: with the two slow clients late, some client keeps 1 of its 3 share holders
+    wherever Flower's ring puts them, below the threshold of 2, so Flower halts the round and would go on with
+    the model unchanged. The run stops there with the reason, instead of recording the round as aggregated."""
+    from fedbw.errors import RunError
+    from fedbw.runner import run_experiment
+
+    cfg = config_from_dict({"name": "halt", "engine": "simulate", "device": "cpu", "seed": 0,
+                            "output_dir": str(tmp_path), "model": {"name": "small-cnn"},
+                            "clients": {"total": 4, "per_round": 2, "compute": "synthetic"},
+                            "training": {"rounds": 2}, "network": {"profile": "home-80", "overrides": SLOW},
+                            "round": {"over_select": 2.0},
+                            "privacy": {"secagg": {"enabled": True, "num_shares": 3}}})
+    with pytest.raises(RunError, match="round 1: SecAgg\\+ halted: a client kept fewer than reconstruction_threshold"):
+        run_experiment(cfg)
+
+
+@pytest.mark.slow
 def test_with_dp_the_server_accounts_the_replies_it_aggregated(tmp_path: Path) -> None:
     """DP with over-selection under simulate (issue 32.2): the ServerApp's accountant steps with the replies
     its strategy aggregated (the late ones left out), without amplification; ε after each round is the

@@ -60,3 +60,33 @@ def test_combines_are_timed_from_the_shares_the_server_has_with_each_one_missing
     samples = measure_secagg_samples(1, shares=(3, 5), vector_lengths=(1000,))
     assert [x for x, _ in samples.samples["combine_key"]] == [2, 4]
     assert [x for x, _ in samples.samples["combine_seed"]] == [3, 2, 5, 4]
+
+
+def test_a_traced_round_does_what_the_model_counts_part_by_part() -> None:
+    """The model's unmask stage names its parts and how often Flower does each; a traced real round counts
+    the workflow's own calls. The counts do not depend on the host: without dropouts one seed combine, one
+    mask and one subtraction per client; with one client dropped after the share exchange, that client's key
+    combined instead of its seed and its k = shares − 1 pairwise masks expanded again, each after an ECDH.
+    A round's time outside the traced calls is its bookkeeping, and the workflow's module is left as it was."""
+    import flwr.server.workflow.secure_aggregation.secaggplus_workflow as workflow_module
+
+    from fedbw.fl.privacy.costs import unmask_parts
+    from fedbw.netmodel.secagg_cost import SecAggCostConstants, server_unmask_parts
+
+    unit = SecAggCostConstants(**{f.name: 1e-3 for f in dataclasses.fields(SecAggCostConstants)
+                                  if f.name.endswith("_s")})
+    original = workflow_module.combine_shares
+    for dropped in (0, 1):
+        r = measure_secagg_round(6, 5, 1000, dropped=dropped, trace=True)
+        assert r.halted_at is None
+        measured = unmask_parts(r)
+        model = server_unmask_parts(6, 5, 1000, unit, dropped)
+        for part in ("combine_seed", "combine_key", "prg", "ecdh", "add", "dequantize"):
+            assert measured.get(part, (0, 0.0))[0] == model[part].calls, (dropped, part)
+        assert "aggregate_fit" in measured and measured["aggregate_fit"][1] > 0
+        assert math.isclose(sum(s for _, s in measured.values()), r.server_s["unmask"], rel_tol=1e-9)
+        sizes = [m for m, _ in r.server_calls["unmask"]["combine_seed"]]
+        assert sizes == [5] * 6 if not dropped else all(m in (4, 5) for m in sizes)
+    assert workflow_module.combine_shares is original
+    with pytest.raises(ValueError, match="trace=True"):
+        unmask_parts(measure_secagg_round(3, 3, 100))
