@@ -210,6 +210,21 @@ DEADLINES_TARGET = 0.85
 DEADLINE_SEEDS = (0, 1, 2, 3, 4)
 
 
+def failure_reason(message: str) -> str:
+    """A failed `fedbw run`'s reason in one line: fedbw's own one-line error (``error: …``) where its output has
+    one, else the output's last line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    starts = [i for i, line in enumerate(lines) if line.lower().startswith("error")]
+    if not starts:
+        return (lines or ["(no output)"])[-1]
+    said = []  # the error line and its continuation (the console wraps it), up to the log's tail
+    for line in lines[starts[-1]:]:
+        if line.startswith("---") or (said and line.lower().startswith("finished rounds")):
+            break
+        said.append(line)
+    return " ".join(said)
+
+
 def deadlines(name: str) -> dict[str, Any]:
     """Every round policy on the same population, once per seed (one `fedbw run` each): its rounds and summary."""
     m, policies, environment = machine(), [], None
@@ -219,8 +234,8 @@ def deadlines(name: str) -> dict[str, Any]:
             args = [a for s in [*sets, f"seed={seed}"] for a in ("--set", s)]
             try:
                 data = run(f"experiments/{name}.toml", *args)
-            except SystemExit as exc:  # a run that failed is kept as such; the others are kept
-                runs.append({"seed": seed, "rounds": [], "error": str(exc).splitlines()[0],
+            except SystemExit as exc:  # a run that failed is kept as such, with its reason; the others are kept
+                runs.append({"seed": seed, "rounds": [], "error": failure_reason(str(exc)),
                              "command": shlex.join(["fedbw", "run", f"experiments/{name}.toml", *args])})
                 continue
             runs.append({"seed": seed, **{k: data[k] for k in (

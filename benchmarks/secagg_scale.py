@@ -218,6 +218,7 @@ def parts_rows(runs: list[Any], model: dict[str, Any], model_now: dict[str, Any]
 def earlier_run(data: dict[str, Any]) -> dict[str, Any]:
     """The measured side of the server rows a new run replaces (when, and per cell the unmask measured)."""
     return {"date": data.get("server_date", data.get("date")), "made_by": data.get("made_by"),
+            "estimator": data.get("estimator"),
             "rows": [{"clients": r["clients"], "shares": r["shares"], "dropped": r["dropped"],
                       "measured_s": r["measured_s"]} for r in data["server"] if not r.get("halted")]}
 

@@ -155,6 +155,11 @@ def test_deadlines_table_counts_what_each_policy_left_out_and_its_time_to_target
     assert lines["wait-for-all"][7] == "3 [1–3]" and lines["wait-for-all"][8] == "1.2 min [0.2–1.2]"
     assert lines["wait-for-all"][9] == "0.1–1.3 min"  # 9 s (seed 1) to 76 s (seeds 0, 2)
     assert lines["deadline-15s"][8] == "0.6 min (1 of 2 seeds)"  # a seed that never reached it is said so
+    # a run that failed in a policy with others is named under the table, with its reason; an all-failed
+    # policy's reason is in its row already
+    text = deadlines_markdown(data)
+    assert "Failed, left out of its row: deadline-15s, seed 2: it failed" in text
+    assert "broken, seed 0" not in text
 
 
 def test_datacenter_ratio_is_fl_comm_over_one_allreduce() -> None:
@@ -209,3 +214,16 @@ def test_a_stopped_or_host_bound_run_says_so_in_its_table() -> None:
     assert host_bound_note(rounds).startswith("**Round(s) 1 host-bound** (◆)")
     assert host_bound_note([rounds[0]]).startswith("**Every emulated round host-bound**")
     assert host_bound_note([rounds[1]]) == ""
+
+
+def test_a_failed_runs_reason_is_fedbws_one_line_error_unwrapped() -> None:
+    """benchmarks/experiments.py keeps why a run failed: fedbw's `error: …` line, which the console wraps at 160
+    columns, joined up to the simulation log's tail; without one, the output's last line."""
+    from tests.benchmark_module import load_benchmark
+
+    reason = load_benchmark("experiments").failure_reason
+    out = ("fedbw run x failed (1):\n\nerror: simulate stopped after 13 of 40 round(s): RunError: round 14: SecAgg+\n"
+           "halted: a client kept fewer\n--- runs/x/simulation.log (last lines) ---\nINFO: noise\nfinished rounds are kept")
+    assert reason(out) == ("error: simulate stopped after 13 of 40 round(s): RunError: round 14: SecAgg+ halted: a "
+                           "client kept fewer")
+    assert reason("fedbw run x failed (1):\nTraceback\nValueError: bad") == "ValueError: bad"

@@ -358,4 +358,11 @@ def deadlines_markdown(data: Data) -> str:
             f"low and largest high over seeds). Updates used / sampled and the counts are over all rounds of all "
             f"seeds. Runs started {first.get('started_utc', '?')} on {env.get('platform', '?')}, "
             f"{env.get('cpu_count', '?')} CPU(s), Python {env.get('python', '?')}, flwr {pkgs.get('flwr', '?')}, "
-            f"torch {pkgs.get('torch', '?')}.\n")
+            f"torch {pkgs.get('torch', '?')}.\n" + _failed_runs(data["policies"]))
+
+
+def _failed_runs(policies: list[dict[str, Any]]) -> str:
+    """The runs that failed in a policy that has others (their rounds are not in the table), with their reason."""
+    failed = [(p["policy"], r) for p in policies if any(r["rounds"] for r in p["runs"])
+              for r in p["runs"] if not r["rounds"] and r.get("error")]
+    return "".join(f"\nFailed, left out of its row: {policy}, seed {r['seed']}: {r['error']}\n" for policy, r in failed)

@@ -94,7 +94,8 @@ def _now(rows: list[dict[str, Any]], tol: float, per_cell: bool = False) -> str:
             f"to {_pct(max(errors))} (median {_pct(statistics.median(errors))}).\n")
 
 
-def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]], stamp: Any, tol: float) -> str:
+def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]], stamp: Any, tol: float,
+             estimator: str | None = None) -> str:
     """Each earlier run of the same rows: how far the measured unmask moved since (with the model and its
     constants unchanged, the host's drift and the rounds' own scatter), and, where that run had this model
     and calibration (``stamp``), how many of its rows were within ``tol``."""
@@ -110,6 +111,8 @@ def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]], stamp: Any,
                 hits = sum(abs(model[k] / r["measured_s"] - 1) <= tol for r in run["rows"]
                            if (k := (r["clients"], r["shares"], r["dropped"])) in model)
                 then = f"; that run within {100 * tol:g} % in {hits} of {len(moves)}"
+            if run.get("estimator") != estimator:  # runs before 2026-12-06 05:56 UTC kept no estimator
+                then += "; that run took the fastest round without dropouts, the mean with them"
             out.append(f"{_pct(min(moves))} to {_pct(max(moves))} against the run of {run['date']} "
                        f"(median {_pct(statistics.median(moves))}, {len(moves)} rows{then})")
     return ("Measured again: this run's unmask stage is " + "; ".join(out) + ".\n") if out else ""
@@ -216,7 +219,8 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
                  f"workflow in-process ({_estimator(data)}): {within} of {len(measured)} within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data.get('server_date', data['date'])} on {data['machine']}.\n"
-               + _now(measured, tol_s, data.get("primitives_timed") == "per cell") + _earlier(data.get("earlier_server") or [], measured, data.get("made_by"), tol_s))
+               + _now(measured, tol_s, data.get("primitives_timed") == "per cell")
+               + _earlier(data.get("earlier_server") or [], measured, data.get("made_by"), tol_s, data.get("estimator")))
     if (parts := unmask_parts_markdown(measured)):
         out.append(parts)
     if data.get("survival"):  # the chance a round completes at the study's settings (the model's rule)

@@ -89,6 +89,10 @@ def test_earlier_runs_of_the_check_show_how_far_the_host_moved() -> None:
         "+15.00 %" in text
     assert "timed in this run, just before each cell's rounds" in secagg_scale_markdown(
         {**data, "primitives_timed": "per cell"})
+    # a run that took each cell's median says so, and an earlier run taken another way is marked as such
+    median = secagg_scale_markdown({**data, "estimator": "median", "dropout_repeats": 6})
+    assert "the median of 6 rounds, those that finished, with and without dropouts" in median
+    assert "2 of 2; that run took the fastest round without dropouts, the mean with them)" in median
 
 
 def test_the_unmask_stage_part_by_part_counts_flowers_calls_and_sets_each_part_against_the_model() -> None:
