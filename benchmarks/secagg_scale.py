@@ -161,7 +161,6 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                     continue
                 unmask = [r.server_s["unmask"] for r in done]
                 measured = statistics.median(unmask)
-                used = done
                 model = server_stage_s("unmask", n, shares, VECTOR_LEN, consts, dropped, threshold)
                 model_now = server_stage_s("unmask", n, shares, VECTOR_LEN, now, dropped, threshold)
                 if dropped == 0:
@@ -171,8 +170,8 @@ def server_rows(repeats: int) -> list[dict[str, Any]]:
                        "error_now": (model_now - measured) / measured, "runs": len(runs), "halted_runs": len(runs) - len(done),
                        "model_completes": completes,
                        "measured_range_s": [min(unmask), max(unmask)],
-                       "parts_stage_s": statistics.fmean(r.server_s["unmask"] for r in used),
-                       "parts": parts_rows(used, server_unmask_parts(n, shares, VECTOR_LEN, consts, dropped, threshold),
+                       "parts_stage_s": statistics.fmean(unmask),
+                       "parts": parts_rows(done, server_unmask_parts(n, shares, VECTOR_LEN, consts, dropped, threshold),
                                            server_unmask_parts(n, shares, VECTOR_LEN, now, dropped, threshold))}
                 if dropped and base:
                     row["dropped_cost_measured_s"] = measured - base["measured"]
