@@ -19,6 +19,9 @@ with it. Validations 1 to 3 emulated each row at its own "auto" dilation, capped
 ``max_dilation`` (3 for validations 1 and 2, none for 3: a cap left 4 and 8 devices less than a core each
 when they were busy together). A new freeze runs every row at ``ONE_DILATION``, the dilation its
 calibration was measured at, and refuses a calibration measured at another (emulate's rounds depend on K).
+That calibration need not be the shipped one (``--calibration FILE``): the shipped one is measured where a
+device comes closest to a real one (dilation 2, a core of its own), and a device capped harder pays CPU a
+real one does not (docs/fidelity.md, "What the caps give").
 
 Per row: the steady rounds (round ≥ 2) of both trials pooled against the model's rounds, each round
 against the model's same round: the median |error|; whether the pooled mean falls inside the model's
@@ -26,7 +29,8 @@ central 80 % interval (and the share of single emulated rounds inside it); trans
 simulate's same transfer, their median |error|; host-bound rounds. ``benchmarks/results/validation.json``
 holds the rows, the verdict against issue 31's targets and the whole run log.
 
-Usage: .venv/bin/python benchmarks/validate.py [--new] [--only ROW,...] [--stop-after MINUTES] [--summarize]
+Usage: .venv/bin/python benchmarks/validate.py [--new [--calibration FILE]] [--only ROW,...] [--stop-after MINUTES]
+       [--summarize]
 """
 
 from __future__ import annotations
@@ -177,41 +181,49 @@ def head_commit() -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
 
-def frozen_now() -> dict[str, Any]:
-    """What the validation freezes: the model's version, the shipped calibration and the commit."""
-    from fedbw.calibration.file import default_calibration
+def frozen_now(calibration: str | None = None) -> dict[str, Any]:
+    """What the validation freezes: the model's version, the calibration (``calibration``: a file's path in
+    the repository; None: the shipped one) and the commit."""
+    from fedbw.calibration.file import default_calibration, read_calibration
     from fedbw.netmodel.version import model_version
 
-    cal = default_calibration()
+    cal = default_calibration() if calibration is None else read_calibration(ROOT / calibration)
     commit = head_commit()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
     measured_at = cal.provenance.get("dilation")
-    return {"model_version": model_version(), "calibration": cal.fingerprint, "calibration_file": cal.source,
+    return {"model_version": model_version(), "calibration": cal.fingerprint, "calibration_path": calibration,
+            "calibration_file": cal.source if calibration is None else calibration,
             "calibration_created_utc": cal.provenance.get("created_utc"), "commit": commit, "dirty": bool(dirty),
             "calibration_dilation": None if measured_at is None else float(measured_at)}
 
 
-def current_freeze(log: list[dict[str, Any]], new: bool) -> dict[str, Any]:
-    """The freeze this run continues (the log's last), or a new one with ``new`` or an empty log; exits
-    with one line when the model or the calibration moved since the freeze."""
+def current_freeze(log: list[dict[str, Any]], new: bool, calibration: str | None = None) -> dict[str, Any]:
+    """The freeze this run continues (the log's last), or a new one with ``new`` or an empty log, of
+    ``calibration`` (a file in the repository; None: the shipped one); exits with one line when the model or
+    the calibration moved since the freeze."""
     freezes = [e for e in log if e["kind"] == "freeze"]
-    state = frozen_now()
     if freezes and not new:
         last = freezes[-1]
+        if calibration is not None and calibration != last.get("calibration_path"):
+            sys.exit(f"validate: validation {last['id']} froze the calibration {last['calibration_file']}; it resumes "
+                     "with it (leave --calibration out), or --new starts another validation")
+        state = frozen_now(last.get("calibration_path"))
         moved = [k for k in ("model_version", "calibration") if last[k] != state[k]]
         if moved:
             sys.exit(f"validate: the {' and the '.join(moved)} changed since the freeze of {last['created_utc']} "
                      f"({', '.join(f'{last[k]} → {state[k]}' for k in moved)}); a validation runs one frozen model. "
                      "Start another with --new (the earlier runs stay in the log).")
         return last
+    state = frozen_now(calibration)
     if state["dirty"]:
         sys.exit("validate: commit first: a freeze names the commit whose model it validates")
     measured_at = state.pop("calibration_dilation", None)
     if ONE_DILATION is not None and measured_at != ONE_DILATION:
-        sys.exit(f"validate: the shipped calibration was measured at dilation {measured_at}, and this freeze runs "
-                 f"every row at {ONE_DILATION:g}; measure one there first: fedbw calibrate --dilation "
-                 f"{ONE_DILATION:g} --out fedbw/catalog/flower-costs.toml")
+        sys.exit(f"validate: the calibration {state['calibration_file']} was measured at dilation {measured_at}, and "
+                 f"this freeze runs every row at {ONE_DILATION:g}; measure one there first (fedbw calibrate "
+                 f"--dilation {ONE_DILATION:g} --out benchmarks/results/calibration-dilation{ONE_DILATION:g}.toml) "
+                 "and freeze it with --new --calibration FILE")
     seen = sorted({rid for f in freezes for rid in f["grid"]} & {row_id(*g) for g in GRID})
     if seen:
         sys.exit(f"validate: {', '.join(seen)} ran in an earlier validation, whose results may have informed the "
@@ -279,6 +291,8 @@ def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, A
 def model_runs(freeze: dict[str, Any], rid: str, cfg: dict[str, Any]) -> None:
     entry: dict[str, Any] = {"kind": "model", "freeze": freeze["id"], "row": rid, "commit": head_commit(),
                              "started_utc": now()}
+    if freeze.get("calibration_path"):  # the frozen calibration, not the shipped one
+        cfg = {**cfg, "deployment": {"calibration": str(ROOT / freeze["calibration_path"])}}
     try:
         sim, est = run_engine(cfg, "simulate"), run_engine(cfg, "estimate")
     except FedbwError as exc:
@@ -500,9 +514,11 @@ def stability(other: Path) -> dict[str, Any]:
         rows.append({"row": row_id(*g), "shipped_s": means[0], "other_s": means[1], "diff": means[1] / means[0] - 1})
     return {"date": now(), "machine": machine(),
             "shipped": {"fingerprint": shipped.fingerprint, "created_utc": shipped.provenance.get("created_utc"),
-                        "measured_by": shipped.provenance.get("measured_by")},
+                        "measured_by": shipped.provenance.get("measured_by"),
+                        "dilation": shipped.provenance.get("dilation")},
             "other": {"file": str(other), "fingerprint": alt.fingerprint,
-                      "created_utc": alt.provenance.get("created_utc"), "measured_by": alt.provenance.get("measured_by")},
+                      "created_utc": alt.provenance.get("created_utc"), "measured_by": alt.provenance.get("measured_by"),
+                      "dilation": alt.provenance.get("dilation")},
             "rows": rows, "max_abs_diff": max(abs(r["diff"]) for r in rows),
             "made_by": {"model_version": frozen_now()["model_version"], "calibration": shipped.fingerprint}}
 
@@ -510,6 +526,8 @@ def stability(other: Path) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--new", action="store_true", help="start another validation (freeze the model again)")
+    ap.add_argument("--calibration", default=None, metavar="FILE",
+                    help="with --new: freeze this calibration (a file in the repository) instead of the shipped one")
     ap.add_argument("--only", default=None, help="rows to run, comma-separated (default: the whole grid)")
     ap.add_argument("--summarize", action="store_true", help="only write the result from the run log")
     ap.add_argument("--stop-after", type=float, default=None, metavar="MINUTES",
@@ -528,7 +546,14 @@ def main() -> None:
         os.environ[var] = "0"
     os.environ["FLWR_DISABLE_UPDATE_CHECK"] = "1"
     if not args.summarize:
-        freeze = current_freeze(read_log(), args.new)
+        calibration = None
+        if args.calibration is not None:
+            path = Path(args.calibration).resolve()
+            if not path.is_file() or not path.is_relative_to(ROOT):
+                sys.exit(f"validate: --calibration {args.calibration}: not a file in this repository (a freeze names "
+                         "it by its path here, so that a resumed grid reads the same file)")
+            calibration = str(path.relative_to(ROOT))
+        freeze = current_freeze(read_log(), args.new, calibration)
         print(f"validation {freeze['id']}: model {freeze['model_version']}, calibration {freeze['calibration']}, "
               f"commit {freeze['commit'][:10]}", flush=True)
         run_grid(freeze, set(args.only.split(",")) if args.only else None,

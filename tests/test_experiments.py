@@ -160,6 +160,15 @@ def test_deadlines_table_counts_what_each_policy_left_out_and_its_time_to_target
     text = deadlines_markdown(data)
     assert "Failed, left out of its row: deadline-15s, seed 2: it failed" in text
     assert "broken, seed 0" not in text
+    assert "Rounds abandoned" not in text
+    # a round SecAgg+ halted used no update: the run went on, and the table counts it under the row
+    halted = {**rnd(2, 50.0, 0.5), "abandoned": True, "extra": {"secagg_halted": "SecAgg+ halted: …"}}
+    data["policies"][0]["runs"][1]["rounds"] = [rnd(1, 10.0, 0.5), halted, rnd(3, 10.0, 0.86)]
+    text = deadlines_markdown(data)
+    line = next(x.split(" | ") for x in text.splitlines() if x.startswith("| wait"))
+    assert line[3] == "46 / 54"  # the halted round's 6 replies were not used
+    assert "Rounds abandoned, the server keeping its model (the run goes on, as Flower's does): wait-for-all: 1 " \
+           "(SecAgg+ halted; seed 1)." in text
 
 
 def test_datacenter_ratio_is_fl_comm_over_one_allreduce() -> None:

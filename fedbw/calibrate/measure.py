@@ -39,6 +39,7 @@ import platform
 import statistics
 import tempfile
 import time
+import timeit
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import metadata
@@ -181,14 +182,8 @@ def aggregation_samples(repeats: int = 3) -> list[list[float]]:
         arrays = [rng.standard_normal(mib * MIB // 4, dtype=np.float32)]
         for k in (2, 4, 8):
             results = [(arrays, 10) for _ in range(k)]
-            out.append([float(k), float(mib), min(_timed(lambda: aggregate(results)) for _ in range(repeats))])
+            out.append([float(k), float(mib), min(timeit.repeat(lambda: aggregate(results), repeat=repeats, number=1))])
     return out
-
-
-def _timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def provenance(command: str) -> dict[str, Any]:

@@ -69,6 +69,8 @@ class RoundAssembler:
             self.get(ev["round"]).messages.append(ev)
         elif kind == "late":
             self.get(ev["round"]).late = [int(c) for c in ev["clients"]]
+        elif kind == "halted":
+            self.get(ev["round"]).halted = str(ev.get("reason") or "SecAgg+ halted")
         elif kind == "round_end":
             rnd = self.current.pop(ev["round"], RoundEvents(ev["round"]))
             rnd.loss, rnd.accuracy, rnd.wall_time_s = ev.get("loss"), ev.get("accuracy"), ev.get("wall_time_s")

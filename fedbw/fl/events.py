@@ -26,6 +26,10 @@ LATE = "late"
 #: simulate with clients.availability: the plan's dropouts whose training replies the ServerApp left out
 #: (Flower's Simulation Engine ran them to the end; the plan has them gone before their reply)
 DROPPED = "dropped"
+#: a SecAgg+ round Flower's workflow halted (a client kept fewer than the reconstruction threshold of its share
+#: holders among the replies): it aggregated nothing, the server kept its model, and the run goes on, as
+#: Flower's does (``reason``: why, in words); the engines' records call the round abandoned.
+HALTED = "halted"
 #: ``round_end`` field (DP or SecAgg+ runs only): what the server saw of the round's privacy — sampling,
 #: adjacency, δ, the cohort it aggregated, the noise multiplier accounted, SecAgg+'s clipped and wrapped
 #: counts — as a dict of :class:`fedbw.results.privacy_record.PrivacyRound` (``epsilon`` beside it is the

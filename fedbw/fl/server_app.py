@@ -27,7 +27,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from fedbw.errors import RunError
 from fedbw.files.versioned import EVENTS
-from fedbw.fl.events import END, ERROR, NODES, START, EventLog
+from fedbw.fl.events import END, ERROR, HALTED, NODES, START, EventLog
 from fedbw.fl import node_map
 from fedbw.fl.measure import MeasuringGrid
 from fedbw.fl.settings import AppSettings, settings_for
@@ -122,8 +122,9 @@ class ComeBack:
 def plan_fit_step(settings: AppSettings, strategy: PlanFedAvg, wrapped: Strategy,
                   inner: Callable[[Grid, Context], None] | None) -> Callable[[Grid, Context], None]:
     """The round's fit step: Flower's (or SecAgg+'s), then the noise-only release of an empty Poisson round. A
-    SecAgg+ round that halted (too few of a client's share holders replied) stops the run with a RunError: Flower
-    would go on with the model unchanged, and the round's record would read as aggregated.
+    SecAgg+ round that halted (too few of a client's share holders replied) aggregated nothing: the event log
+    says so (``halted``), so that its record reads as abandoned, and the run goes on with the model unchanged,
+    as Flower's does.
 
     A Poisson round can draw nobody. Central DP must still release *something* with the same noise, or
     "the model did not move" would tell who was (not) sampled: the server adds Flower's noise (std
@@ -137,12 +138,12 @@ def plan_fit_step(settings: AppSettings, strategy: PlanFedAvg, wrapped: Strategy
     def run(grid: Grid, context: Context) -> None:
         step(grid, context)
         r = int(context.state.config_records[MAIN_CONFIGS_RECORD][WorkflowKey.CURRENT_ROUND])
-        if getattr(inner, "halted", False):  # a halted SecAgg+ round aggregated nothing: not a round to record
+        if getattr(inner, "halted", False):  # a halted SecAgg+ round aggregated nothing: abandoned
             sa = cfg.privacy.secagg
-            raise RunError(f"round {r}: SecAgg+ halted: a client kept fewer than reconstruction_threshold = "
-                           f"{sa.reconstruction_threshold} of its {cfg.secagg_shares()} share holders among the "
-                           f"replies (dropouts, or clients late at the round's close); raise "
-                           f"privacy.secagg.num_shares or lower the threshold")
+            strategy.log.emit(HALTED, round=r, reason=(
+                f"SecAgg+ halted: a client kept fewer than reconstruction_threshold = {sa.reconstruction_threshold} "
+                f"of its {cfg.secagg_shares()} share holders among the replies (dropouts, or clients late at the "
+                "round's close)"))
         if noise_empty and not settings.plan.sampled_clients(r):
             from flwr.compat.common import recorddict_compat as compat
             from flwr.supercore.differential_privacy import add_gaussian_noise_to_params

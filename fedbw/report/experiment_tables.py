@@ -335,7 +335,7 @@ def deadlines_markdown(data: Data) -> str:
         body.append([
             p["policy"], f"{len(done)}" if len(done) == len(runs) else f"{len(done)} of {len(runs)}",
             f"{fmt_s(mid)} [{fmt_s(low)}–{fmt_s(high)}]",
-            f"{sum(x['replies'] for x in rounds)} / {sum(x['num_clients'] for x in rounds)}",
+            f"{sum(x['replies'] for x in rounds if not x.get('abandoned'))} / {sum(x['num_clients'] for x in rounds)}",
             str(sum(x.get("dropped_clients", 0) for x in rounds)), str(sum(x.get("late_clients", 0) for x in rounds)),
             "-" if any(w is None for w in wasted) else fmt_bytes(sum(wasted) / len(done)),  # type: ignore[arg-type]
             _seeds_reached([None if n is None else float(n) for n, _ in reached],
@@ -356,9 +356,27 @@ def deadlines_markdown(data: Data) -> str:
             f"up to the first whose server-side accuracy reaches it; the median and range are over seeds, and the "
             f"next column widens that range by every round's 10th and 90th percentile on the clock (the smallest "
             f"low and largest high over seeds). Updates used / sampled and the counts are over all rounds of all "
-            f"seeds. Runs started {first.get('started_utc', '?')} on {env.get('platform', '?')}, "
+            f"seeds; an abandoned round used none. Runs started {first.get('started_utc', '?')} on "
+            f"{env.get('platform', '?')}, "
             f"{env.get('cpu_count', '?')} CPU(s), Python {env.get('python', '?')}, flwr {pkgs.get('flwr', '?')}, "
-            f"torch {pkgs.get('torch', '?')}.\n" + _failed_runs(data["policies"]))
+            f"torch {pkgs.get('torch', '?')}.\n" + _abandoned_rounds(data["policies"]) + _failed_runs(data["policies"]))
+
+
+def _abandoned_rounds(policies: list[dict[str, Any]]) -> str:
+    """Per policy, the rounds that used no update (SecAgg+ halted them, or fewer than round.min_replies came):
+    the server kept its model and the run went on, as Flower's does."""
+    lines = []
+    for p in policies:
+        gone = [(r["seed"], x) for r in p["runs"] for x in r["rounds"] if x.get("abandoned")]
+        if gone:
+            halted = sum("secagg_halted" in (x.get("extra") or {}) for _, x in gone)
+            seeds = sorted({seed for seed, _ in gone})
+            why = ("SecAgg+ halted" if halted == len(gone) else "fewer than round.min_replies" if not halted
+                   else f"{halted} SecAgg+ halted")
+            lines.append(f"{p['policy']}: {len(gone)} ({why}; seed{'s' if len(seeds) > 1 else ''} "
+                         f"{', '.join(map(str, seeds))})")
+    return ("" if not lines else "\nRounds abandoned, the server keeping its model (the run goes on, as Flower's "
+            "does): " + "; ".join(lines) + ".\n")
 
 
 def _failed_runs(policies: list[dict[str, Any]]) -> str:

@@ -30,17 +30,27 @@ def late_caption(rounds: Sequence[RoundRecord]) -> str:
     dropped = sum(r.dropped_clients for r in rounds)
     gone = f"{dropped} client(s) dropped (off line before replying)" if dropped else ""
     if not late:
-        return f"used/sampled = updates the server used of the clients sampled; {gone} over {len(rounds)} rounds" + (
-            f"; {sum(r.abandoned for r in rounds)} round(s) abandoned (fewer than round.min_replies)"
-            if any(r.abandoned for r in rounds) else "")
+        return (f"used/sampled = updates the server used of the clients sampled; {gone} over {len(rounds)} rounds"
+                + abandoned_note(rounds))
     measured = [r.wasted_bytes_up for r in rounds if r.late_clients and r.wasted_bytes_up is not None]
     with_late = sum(1 for r in rounds if r.late_clients)
     wasted = (f"wasted {fmt_bytes(sum(measured))} of uplink" if len(measured) == with_late
               else "their uplink not measured (emulate writes a round's records before late uploads end)")
-    abandoned = sum(r.abandoned for r in rounds)
     return (f"used/sampled = updates the server used of the clients sampled; {late} late repl"
             f"{'y' if late == 1 else 'ies'} over {len(rounds)} rounds, {wasted}" + (f"; {gone}" if gone else "")
-            + (f"; {abandoned} round(s) abandoned (fewer than round.min_replies)" if abandoned else ""))
+            + abandoned_note(rounds))
+
+
+def abandoned_note(rounds: Sequence[RoundRecord]) -> str:
+    """"; N round(s) abandoned (why)" — fewer replies than ``round.min_replies`` by the close, or a SecAgg+
+    round Flower halted — or "" when none was."""
+    abandoned = sum(r.abandoned for r in rounds)
+    if not abandoned:
+        return ""
+    halted = sum("secagg_halted" in r.extra for r in rounds if r.abandoned)
+    why = ("fewer than round.min_replies" if not halted else "SecAgg+ halted" if halted == abandoned
+           else f"{halted} SecAgg+ halted, the rest fewer than round.min_replies")
+    return f"; {abandoned} round(s) abandoned ({why}: the server kept its model)"
 
 
 def availability_caption(rounds: Sequence[RoundRecord]) -> str | None:

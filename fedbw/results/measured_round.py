@@ -8,9 +8,12 @@ on the same clock to decide which replies a deadline or over-selection leaves ou
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedbw.netmodel import MessageSizes
+
+if TYPE_CHECKING:
+    from fedbw.results.records import RoundRecord
 
 #: Stages in which the client trains (plain FedAvg, SecAgg+).
 COMPUTE_STAGES = ("fit", "collect_masked_vectors")
@@ -29,6 +32,7 @@ class RoundEvents:
     epsilon: float | None = None
     privacy: dict[str, Any] | None = None  #: the server's accounting context (round_end's ``privacy``)
     late: list[int] = field(default_factory=list)  #: clients the server's round policy closed the round without
+    halted: str | None = None  #: why SecAgg+ halted the round (it aggregated nothing), None when it did not
     finished: bool = False
 
     def clients_done(self) -> int:
@@ -37,6 +41,14 @@ class RoundEvents:
 
     def errors(self) -> list[str]:
         return [f"client {m['client_id']} ({m['stage']}): {m['error']}" for m in self.messages if m.get("error")]
+
+
+def mark_halted(record: RoundRecord, rnd: RoundEvents) -> None:
+    """A round SecAgg+ halted aggregated nothing: its record is abandoned (the server kept its model), with
+    the reason in ``extra["secagg_halted"]``. Both measuring engines' records go through here."""
+    if rnd.halted is not None:
+        record.abandoned = True
+        record.extra["secagg_halted"] = rnd.halted
 
 
 def measured_exchanges(rnd: RoundEvents) -> dict[int, list[MessageSizes]]:

@@ -30,7 +30,7 @@ def test_a_new_freeze_runs_every_row_at_the_dilation_its_calibration_was_measure
     monkeypatch.setattr(V, "ONE_DILATION", 7.0)
     state = {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",
              "commit": "0" * 40, "dirty": False, "calibration_dilation": 2.0}
-    monkeypatch.setattr(V, "frozen_now", lambda: dict(state))
+    monkeypatch.setattr(V, "frozen_now", lambda calibration=None: dict(state))
     with pytest.raises(SystemExit, match="measured at dilation 2.0, and this freeze runs every row at 7; .*"
                                          "fedbw calibrate --dilation 7"):
         V.current_freeze([], new=False)
@@ -40,6 +40,39 @@ def test_a_new_freeze_runs_every_row_at_the_dilation_its_calibration_was_measure
     assert freeze["dilation"] == 7.0 and "calibration_dilation" not in freeze
     assert [V.dilation(n, freeze["max_dilation"], freeze["dilation"]) for n in (2, 8)] == [7.0, 7.0]
     assert V.dilation(2, None, None) < 7.0  # without it, each row at auto's
+
+
+def test_a_freeze_of_another_calibration_file_runs_the_model_with_it_and_resumes_only_with_it(tmp_path: Path,
+                                                                                            monkeypatch) -> None:
+    """A validation may freeze a calibration other than the shipped one (measured at the freeze's dilation):
+    the freeze names its file and fingerprint, the model runs read it, and a resume with another file is
+    refused."""
+    from fedbw.calibration.file import Calibration, Constant, read_calibration, write_calibration
+
+    monkeypatch.setattr(V, "ROOT", tmp_path)  # the repository the freeze names files in
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    for name, value in (("a.toml", 0.01), ("b.toml", 0.02)):
+        write_calibration(tmp_path / name, Calibration({"request_s": Constant(value)}, {"created_utc": "now"}))
+    freeze = V.current_freeze([], new=False, calibration="a.toml")
+    assert freeze["calibration_path"] == freeze["calibration_file"] == "a.toml"
+    assert freeze["calibration"] == read_calibration(tmp_path / "a.toml").fingerprint
+    assert V.current_freeze(V.read_log(), new=False)["id"] == 1  # resumes with the frozen file
+    with pytest.raises(SystemExit, match="froze the calibration a.toml"):
+        V.current_freeze(V.read_log(), new=False, calibration="b.toml")
+    write_calibration(tmp_path / "a.toml", Calibration({"request_s": Constant(0.03)}, {"created_utc": "now"}))
+    with pytest.raises(SystemExit, match="calibration changed"):  # the file moved under the freeze
+        V.current_freeze(V.read_log(), new=False)
+    ran: list[dict] = []
+
+    def engine(cfg: dict, name: str) -> None:
+        ran.append(cfg)
+        raise V.FedbwError("stop")
+
+    monkeypatch.setattr(V, "run_engine", engine)
+    V.model_runs(freeze, "r", {"name": "x"})
+    assert ran[0]["deployment"] == {"calibration": str(tmp_path / "a.toml")}
+    V.model_runs({**freeze, "calibration_path": None}, "r", {"name": "x"})
+    assert "deployment" not in ran[1]  # the shipped calibration: the config's default
 
 
 def test_the_grid_is_held_out_from_the_calibration_and_from_every_earlier_validation() -> None:
@@ -74,7 +107,7 @@ def test_the_grid_stops_between_trials_after_the_time_given_and_resumes_from_the
 
 def test_a_new_validation_refuses_a_row_an_earlier_one_ran(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
-    monkeypatch.setattr(V, "frozen_now", lambda: {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x",
+    monkeypatch.setattr(V, "frozen_now", lambda calibration=None: {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x",
                                                   "calibration_created_utc": "t", "commit": "0" * 40, "dirty": False})
     V.current_freeze([], new=False)
     with pytest.raises(SystemExit, match="not held out"):
@@ -109,7 +142,7 @@ def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path
     monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
     state = {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",
              "commit": "0" * 40, "dirty": False}
-    monkeypatch.setattr(V, "frozen_now", lambda: dict(state))
+    monkeypatch.setattr(V, "frozen_now", lambda calibration=None: dict(state))
     freeze = V.current_freeze([], new=False)
     assert freeze["id"] == 1 and V.read_log()[0]["kind"] == "freeze"
     assert V.current_freeze(V.read_log(), new=False)["created_utc"] == freeze["created_utc"]  # resumes
@@ -143,6 +176,12 @@ def test_the_stability_table_counts_rows_within_three_percent() -> None:
             "max_abs_diff": 0.13}
     text = stability_markdown(data)
     assert "1 of 2 rows within 3 %" in text and "largest difference -13.0 %" in text
+    assert "different dilations" not in text and "dilation ?" in text
+    # two calibrations at different dilations: their difference is not the hour's alone, and the table says so
+    data["shipped"]["dilation"], data["other"]["dilation"] = 7.0, 2.0
+    assert "Measured at different dilations (7 and 2)" in stability_markdown(data)
+    data["other"]["dilation"] = 7.0
+    assert "different dilations" not in stability_markdown(data)
 
 
 def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Path, monkeypatch) -> None:
@@ -153,7 +192,7 @@ def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Pa
     monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
     for version, grid in (("m-old", V.GRID_1), (model_version(), V.GRID)):
         monkeypatch.setattr(V, "GRID", grid)
-        monkeypatch.setattr(V, "frozen_now", lambda v=version: {
+        monkeypatch.setattr(V, "frozen_now", lambda calibration=None, v=version: {
             "model_version": v, "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",
             "commit": "0" * 40, "dirty": False})
         V.current_freeze(V.read_log(), new=True)

@@ -16,7 +16,7 @@ from fedbw.engines.emulate.attribution import MessageTimes, match_messages, mess
 from fedbw.engines.emulate.federation import MessageMeasure
 from fedbw.engines.emulate.host import HostSampler, StartReference, host_round_for, stage_host_s
 from fedbw.engines.measured import EventReader, RoundAssembler
-from fedbw.results.measured_round import client_extras
+from fedbw.results.measured_round import client_extras, mark_halted
 from fedbw.plan import Plan
 from fedbw.results.privacy_record import privacy_round_from_event
 from fedbw.results.records import ClientRoundRecord, RecordWriter, RoundRecord
@@ -68,6 +68,7 @@ class RoundRecorder:
                 loss=rnd.loss, accuracy=rnd.accuracy, epsilon=rnd.epsilon, wall_time_s=rnd.wall_time_s,
                 privacy=privacy_round_from_event(rnd.privacy))
             record.abandoned = record.replies < self.plan.config.round.min_replies
+            mark_halted(record, rnd)
             extras = client_extras(rnd)
             for c in clients:
                 if (e := extras.get(c.client_id)) is not None:

@@ -68,16 +68,16 @@ def run_emulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
     result = RunResult(run_dir=run_dir, plan=plan, clients=recorder.clients, rounds=recorder.rounds)
     if res is not None:
         write_summary(run_dir / SUMMARY_FILE, res, recorder)
-    halted = [i for i in (res.issues if res is not None else []) if "halted" in i]
+    # a round SecAgg+ halted is not a failure: fedbw's ServerApp logs it and goes on, as Flower does, and its
+    # record reads abandoned (fedbw.results.measured_round.mark_halted)
     result.stopped_early = recorder.assembler.stopped_early  # privacy.dp.max_epsilon ended the run early
     short = len(recorder.rounds) < plan.rounds and not result.stopped_early
-    if halted or failure is not None or recorder.assembler.error or short:
-        why = ("; ".join(halted) or recorder.assembler.error
-               or (str(failure) if failure else "the ServerApp ended early"))
+    if failure is not None or recorder.assembler.error or short:
+        why = recorder.assembler.error or (str(failure) if failure else "the ServerApp ended early")
         secagg = cfg.privacy.secagg
         hint = ""
         planned_drops = drops_for_plan(plan)  # [faults] drops and clients.availability's mid-round dropouts
-        if secagg.enabled and (halted or planned_drops):
+        if secagg.enabled and planned_drops:
             hint = (f"\nSecAgg+ can unmask the sum only if at least reconstruction_threshold = "
                     f"{secagg.reconstruction_threshold} of each client's {cfg.secagg_shares()} share "
                     "holders survive; "

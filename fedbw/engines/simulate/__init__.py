@@ -26,6 +26,7 @@ from fedbw.engines.simulate.clock import records_from_round_events
 from fedbw.errors import RunError
 from fedbw.plan import Plan
 from fedbw.processes import Supervisor
+from fedbw.results.measured_round import mark_halted
 from fedbw.results.records import RecordWriter
 
 ENGINE = "simulate"
@@ -125,6 +126,7 @@ def run_simulate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
 
     def on_round(rnd) -> None:
         clients, record = records_from_round_events(plan, run_id, ENGINE, rnd, clock=clock)
+        mark_halted(record, rnd)
         writer.write([*clients, record])
         result.clients += clients
         result.rounds.append(record)

@@ -11,7 +11,7 @@ import pytest
 from fedbw.config import config_from_dict
 from fedbw.engines.estimate import estimate_round
 from fedbw.engines.measured import EventReader, RoundAssembler
-from fedbw.results.measured_round import RoundEvents
+from fedbw.results.measured_round import RoundEvents, mark_halted
 from fedbw.engines.simulate.clock import records_from_round_events
 from fedbw.netmodel.payload import round_exchanges
 from fedbw.plan import build_plan
@@ -112,6 +112,31 @@ def test_assembler_finishes_rounds_on_round_end():
     assert rnd is not None and rnd.finished and rnd.clients == [3, 1] and len(rnd.messages) == 1
     asm.add({"event": "error", "message": "boom"})
     assert asm.error == "boom"
+
+
+def test_a_round_secagg_halted_is_recorded_as_abandoned_with_its_reason():
+    """The ServerApp logs a halted SecAgg+ round (it aggregated nothing) and the run goes on, as Flower's does;
+    the round's record says abandoned, and why."""
+    from fedbw.report.round_policy import abandoned_note
+
+    asm = RoundAssembler()
+    asm.add({"event": "round_start", "round": 1, "clients": [0, 1]})
+    asm.add(_msg(1, 0, "fit", 1 * MB, 2 * MB, 0.5))
+    asm.add({"event": "halted", "round": 1, "reason": "SecAgg+ halted: a client kept fewer"})
+    rnd = asm.add({"event": "round_end", "round": 1, "loss": 0.5, "accuracy": 0.9, "wall_time_s": 1.0})
+    assert rnd is not None and rnd.halted == "SecAgg+ halted: a client kept fewer"
+    plan = build_plan(config_from_dict({"clients": {"total": 2, "per_round": 2}}))
+    _, record = records_from_round_events(plan, "run", "simulate", rnd)
+    mark_halted(record, rnd)
+    assert record.abandoned and record.extra["secagg_halted"] == rnd.halted
+    kept_events = RoundEvents(1, clients=[0, 1], messages=rnd.messages, finished=True)
+    _, kept = records_from_round_events(plan, "run", "simulate", kept_events)
+    mark_halted(kept, kept_events)
+    assert not kept.abandoned and "secagg_halted" not in kept.extra
+    assert abandoned_note([record, kept]) == "; 1 round(s) abandoned (SecAgg+ halted: the server kept its model)"
+    kept.abandoned = True
+    assert "1 SecAgg+ halted, the rest fewer than round.min_replies" in abandoned_note([record, kept])
+    assert abandoned_note([]) == ""
 
 
 # ------------------------------------------------------------------------------------- end to end

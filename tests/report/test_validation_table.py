@@ -1,0 +1,29 @@
+"""docs/fidelity.md's tables of benchmarks/validate.py that read calibration files, not a result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import fedbw.calibration.file as calibration_file
+from fedbw.calibration.file import Calibration, Constant, write_calibration
+from fedbw.report.validation_table import VALIDATION_CALIBRATION, calibration_dilations_markdown
+
+
+def test_the_validation_calibration_is_set_beside_the_shipped_one_constant_by_constant(tmp_path: Path,
+                                                                                        monkeypatch) -> None:
+    assert "no data yet" in calibration_dilations_markdown(tmp_path)
+    shipped = Calibration({"request_s": Constant(0.010, interval=(0.009, 0.011)),
+                           "clientapp_start_s": Constant(0.50, interval=(0.45, 0.55))},
+                          {"created_utc": "then", "dilation": 2.0}, "shipped.toml")
+    monkeypatch.setattr(calibration_file, "default_calibration", lambda: shipped)
+    path = tmp_path / VALIDATION_CALIBRATION
+    path.parent.mkdir(parents=True)
+    write_calibration(path, Calibration({"request_s": Constant(0.0105, interval=(0.010, 0.012)),
+                                         "clientapp_start_s": Constant(0.65, interval=(0.60, 0.70))},
+                                        {"created_utc": "now", "dilation": 7.0}))
+    text = calibration_dilations_markdown(tmp_path)
+    lines = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in text.splitlines()
+             if line.startswith("| ") and "constant" not in line}
+    assert lines["request_s"][4:] == ["1.05", "no"]  # the intervals overlap
+    assert lines["clientapp_start_s"][4:] == ["1.30", "yes"]  # 0.45–0.55 against 0.60–0.70
+    assert "dilation 2" in text and "dilation 7" in text
