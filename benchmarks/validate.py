@@ -492,28 +492,31 @@ def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
 STABILITY = ROOT / "benchmarks" / "results" / "validation-stability.json"
 
 
-def stability(other: Path) -> dict[str, Any]:
-    """Issue 31.6: the grid's steady rounds as estimate predicts them with the frozen (shipped) calibration
-    and with ``other`` (another calibration of this machine, measured hours apart), side by side: how much
-    of a prediction is the hour the constants were measured at. estimate only: the two differ in Flower's
-    costs (and in SecAgg+'s crypto, milliseconds a round, where one was timed again with
-    ``--measure-secagg``), the bytes and the compute being the model's in both."""
+def stability(other: Path, base: Path | None = None) -> dict[str, Any]:
+    """Issue 31.6: the grid's steady rounds as estimate predicts them with ``base`` (None: the shipped
+    calibration; validation 4's is a file measured at its dilation) and with ``other`` (another calibration
+    of this machine, measured hours apart), side by side: how much of a prediction is the hour the constants
+    were measured at. estimate only: the two differ in Flower's costs (and in SecAgg+'s crypto, milliseconds
+    a round, where one was timed again with ``--measure-secagg``), the bytes and the compute being the
+    model's in both."""
     from fedbw.calibration.file import default_calibration, read_calibration
     from fedbw.engines.estimate import run_estimate
     from fedbw.plan import build_plan
 
-    shipped, alt = default_calibration(), read_calibration(other)
+    shipped = default_calibration() if base is None else read_calibration(base)
+    alt = read_calibration(other)
     rows = []
     for g in GRID:
         cfg = row_config(*g)
         means = []
-        for cal in (None, str(other)):
+        for cal in (None if base is None else str(base), str(other)):
             c = config_from_dict({**cfg, "engine": "estimate", "deployment": {"calibration": cal}})
             res = run_estimate(build_plan(c), "stability")
             means.append(statistics.mean(r.round_time_s for r in res.rounds if r.round >= 2))
         rows.append({"row": row_id(*g), "shipped_s": means[0], "other_s": means[1], "diff": means[1] / means[0] - 1})
     return {"date": now(), "machine": machine(),
             "shipped": {"fingerprint": shipped.fingerprint, "created_utc": shipped.provenance.get("created_utc"),
+                        "file": None if base is None else str(base),
                         "measured_by": shipped.provenance.get("measured_by"),
                         "dilation": shipped.provenance.get("dilation")},
             "other": {"file": str(other), "fingerprint": alt.fingerprint,
@@ -535,9 +538,15 @@ def main() -> None:
     ap.add_argument("--stability", type=Path, default=None, metavar="CALIBRATION",
                     help="issue 31.6: the grid's rounds under the shipped calibration and this one, side by side "
                          "(estimate; writes benchmarks/results/validation-stability.json)")
+    ap.add_argument("--against", type=Path, default=None, metavar="CALIBRATION",
+                    help="with --stability: set it against this calibration instead of the shipped one (validation "
+                         "4's, measured at its dilation)")
     args = ap.parse_args()
     if args.stability is not None:
-        data = stability(args.stability)
+        for path in (args.stability, args.against):
+            if path is not None and not path.is_file():
+                sys.exit(f"validate: {path}: no such calibration file")
+        data = stability(args.stability, args.against)
         STABILITY.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         print(f"largest difference {100 * data['max_abs_diff']:.1f} %; wrote {STABILITY.relative_to(ROOT)}")
         return

@@ -200,10 +200,11 @@ def stability_markdown(data: dict[str, Any]) -> str:
     apart = ("" if k_a == k_b else
              f" **Measured at different dilations ({_k(k_a)} and {_k(k_b)}): the difference is the dilation's as "
              "much as the hour's, so this is not issue 31.6's check, which needs two calibrations at one dilation.**")
-    return (f"Shipped calibration {a['fingerprint']} (fitted {a['created_utc']}, dilation {_k(k_a)}) against "
+    base = "Shipped calibration" if not a.get("file") else f"Calibration (`{a['file']}`)"
+    return (f"{base} {a['fingerprint']} (fitted {a['created_utc']}, dilation {_k(k_a)}) against "
             f"{b['fingerprint']} (`{b['file']}`, fitted {b['created_utc']}, dilation {_k(k_b)}; measured by "
             f"`{b['measured_by']}`); estimate's steady rounds of the validation grid.{apart}\n\n"
-            + md_table(["row", "shipped", "other", "difference"], rows)
+            + md_table(["row", "shipped" if not a.get("file") else "base", "other", "difference"], rows)
             + f"\n{within} of {len(rows)} rows within 3 %; largest difference "
               f"{fmt_signed_pct(max((r['diff'] for r in data['rows']), key=abs))}. Written {data['date']} on "
               f"{data['machine']}.\n")

@@ -182,6 +182,37 @@ def test_the_stability_table_counts_rows_within_three_percent() -> None:
     assert "Measured at different dilations (7 and 2)" in stability_markdown(data)
     data["other"]["dilation"] = 7.0
     assert "different dilations" not in stability_markdown(data)
+    # validation 4's calibration is a file, set against another file (--stability OTHER --against BASE)
+    data["shipped"]["file"] = "benchmarks/results/calibration-dilation7.toml"
+    text = stability_markdown(data)
+    assert text.startswith("Calibration (`benchmarks/results/calibration-dilation7.toml`) c-a") and "| base |" in text
+
+
+def test_stability_sets_another_calibration_against_the_shipped_one_or_against_a_given_file(tmp_path: Path,
+                                                                                          monkeypatch) -> None:
+    """--stability OTHER sets OTHER against the shipped calibration; with --against BASE against BASE (validation
+    4's calibration is a file measured at its dilation, not the shipped one)."""
+    import fedbw.engines.estimate as estimate
+    from fedbw.calibration.file import Calibration, Constant, write_calibration
+
+    for name, start in (("base.toml", 1.0), ("other.toml", 1.5)):
+        write_calibration(tmp_path / name, Calibration({"clientapp_start_s": Constant(start)},
+                                                       {"created_utc": name, "dilation": 7.0}))
+    seen: list = []
+
+    class Rounds:
+        def __init__(self, cal: object) -> None:
+            seen.append(cal)
+            self.rounds = [type("R", (), {"round": 2, "round_time_s": 10.0 if cal is None or "base" in cal
+                                          else 11.0})()]
+
+    monkeypatch.setattr(estimate, "run_estimate", lambda plan, run_id: Rounds(plan.config.deployment.calibration))
+    data = V.stability(tmp_path / "other.toml", tmp_path / "base.toml")
+    assert set(seen) == {str(tmp_path / "base.toml"), str(tmp_path / "other.toml")}
+    assert data["shipped"]["file"] == str(tmp_path / "base.toml") and data["shipped"]["dilation"] == 7.0
+    assert all(r["diff"] == pytest.approx(0.1) for r in data["rows"]) and len(data["rows"]) == len(V.GRID)
+    seen.clear()
+    assert V.stability(tmp_path / "other.toml")["shipped"]["file"] is None and None in seen
 
 
 def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Path, monkeypatch) -> None:
