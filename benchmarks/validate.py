@@ -542,6 +542,8 @@ def main() -> None:
                     help="with --stability: set it against this calibration instead of the shipped one (validation "
                          "4's, measured at its dilation)")
     args = ap.parse_args()
+    if args.against is not None and args.stability is None:
+        sys.exit("validate: --against goes with --stability OTHER (it sets OTHER against this calibration)")
     if args.stability is not None:
         for path in (args.stability, args.against):
             if path is not None and not path.is_file():

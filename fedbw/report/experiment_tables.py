@@ -27,6 +27,7 @@ from fedbw.netmodel.spread import quantiles
 from fedbw.report.doc_blocks import md_table
 from fedbw.report.format import fmt_bytes, fmt_s
 from fedbw.report.format import fmt_pct as _pct
+from fedbw.report.round_policy import abandoned_why
 
 Data = dict[str, Any]
 
@@ -371,8 +372,7 @@ def _abandoned_rounds(policies: list[dict[str, Any]]) -> str:
         if gone:
             halted = sum("secagg_halted" in (x.get("extra") or {}) for _, x in gone)
             seeds = sorted({seed for seed, _ in gone})
-            why = ("SecAgg+ halted" if halted == len(gone) else "fewer than round.min_replies" if not halted
-                   else f"{halted} SecAgg+ halted")
+            why = abandoned_why(len(gone), halted)
             lines.append(f"{p['policy']}: {len(gone)} ({why}; seed{'s' if len(seeds) > 1 else ''} "
                          f"{', '.join(map(str, seeds))})")
     return ("" if not lines else "\nRounds abandoned, the server keeping its model (the run goes on, as Flower's "

@@ -48,9 +48,13 @@ def abandoned_note(rounds: Sequence[RoundRecord]) -> str:
     if not abandoned:
         return ""
     halted = sum("secagg_halted" in r.extra for r in rounds if r.abandoned)
-    why = ("fewer than round.min_replies" if not halted else "SecAgg+ halted" if halted == abandoned
-           else f"{halted} SecAgg+ halted, the rest fewer than round.min_replies")
-    return f"; {abandoned} round(s) abandoned ({why}: the server kept its model)"
+    return f"; {abandoned} round(s) abandoned ({abandoned_why(abandoned, halted)}: the server kept its model)"
+
+
+def abandoned_why(abandoned: int, halted: int) -> str:
+    """Why ``abandoned`` rounds used no update, ``halted`` of them because SecAgg+ halted them."""
+    return ("fewer than round.min_replies" if not halted else "SecAgg+ halted" if halted == abandoned
+            else f"{halted} SecAgg+ halted, the rest fewer than round.min_replies")
 
 
 def availability_caption(rounds: Sequence[RoundRecord]) -> str | None:

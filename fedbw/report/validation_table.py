@@ -350,8 +350,9 @@ def calibration_dilations_markdown(root: Path) -> str:
         return (f"{cal.fingerprint} (`{where}`; dilation {_k(p.get('dilation'))}, measured by "
                 f"`{p.get('measured_by') or p.get('command', '?')}`, fitted {p.get('created_utc', '?')})")
 
-    return (md_table(["constant", "shipped", "90 % interval", "dilation 7", "90 % interval", "ratio",
-                      "intervals apart"], rows, right={1, 2, 3, 4, 5})
-            + f"\nShipped: {said(shipped, 'fedbw/catalog/flower-costs.toml')}. Dilation 7: "
+    k = f"dilation {_k(other.provenance.get('dilation'))}"
+    return (md_table(["constant", "shipped", "90 % interval", k, "90 % interval", "ratio", "intervals apart"], rows,
+                     right={1, 2, 3, 4, 5})
+            + f"\nShipped: {said(shipped, 'fedbw/catalog/flower-costs.toml')}. Validation 4's: "
               f"{said(other, VALIDATION_CALIBRATION)}.\n")
 

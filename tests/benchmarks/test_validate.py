@@ -213,6 +213,11 @@ def test_stability_sets_another_calibration_against_the_shipped_one_or_against_a
     assert all(r["diff"] == pytest.approx(0.1) for r in data["rows"]) and len(data["rows"]) == len(V.GRID)
     seen.clear()
     assert V.stability(tmp_path / "other.toml")["shipped"]["file"] is None and None in seen
+    for argv, says in ((["--against", str(tmp_path / "base.toml")], "--against goes with --stability"),
+                       (["--stability", str(tmp_path / "none.toml")], "no such calibration file")):
+        monkeypatch.setattr("sys.argv", ["validate.py", *argv])
+        with pytest.raises(SystemExit, match=says):
+            V.main()
 
 
 def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Path, monkeypatch) -> None:
