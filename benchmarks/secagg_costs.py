@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from fedbw.fl.privacy.costs import machine_description, measure_secagg_round, measure_secagg_samples
-from fedbw.netmodel.secagg_cost import (STAGES, client_round_s, fastest_per_size, fit_constants, fit_linear_and_square,
+from fedbw.netmodel.secagg_cost import (STAGES, client_round_s, typical_per_size, fit_constants, fit_linear_and_square,
                                         server_round_s)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,11 +28,11 @@ ROUNDS = [(5, 3, 100_000, 0), (5, 3, 100_000, 1), (9, 5, 100_000, 0), (9, 5, 100
           (17, 9, 100_000, 0)]
 
 
-def _best_round(n: int, shares: int, length: int, dropped: int, repeats: int) -> tuple[dict, dict]:
-    """Per stage, the fastest of ``repeats`` real rounds (the same estimator as the constants' fit)."""
+def _typical_round(n: int, shares: int, length: int, dropped: int, repeats: int) -> tuple[dict, dict]:
+    """Per stage, the median of ``repeats`` real rounds (the same estimator as the constants' fit)."""
     runs = [measure_secagg_round(n, shares, length, dropped=dropped) for _ in range(repeats)]
-    client = {s: min(r.client_s.get(s, 0.0) for r in runs) for s in STAGES}
-    server = {s: min(r.server_s.get(s, 0.0) for r in runs) for s in STAGES}
+    client = {s: float(np.median([r.client_s.get(s, 0.0) for r in runs])) for s in STAGES}
+    server = {s: float(np.median([r.server_s.get(s, 0.0) for r in runs])) for s in STAGES}
     return client, server
 
 
@@ -54,11 +54,11 @@ def _predict(form: str, train: list[tuple[int, float]], m: int) -> float:
 
 def combine_forms(samples: dict[str, list[tuple[int, float]]]) -> dict[str, dict[str, list[float]]]:
     """Per combine (seed, key) and form, the relative error at each size when that size is left out of the
-    fit (the fastest repeat per size, as the model's fit takes): a form earns its constants only where it
+    fit (the median per size, as the model's fit takes): a form earns its constants only where it
     predicts sizes it did not see."""
     out: dict[str, dict[str, list[float]]] = {}
     for name in ("combine_seed", "combine_key"):
-        points = fastest_per_size(samples[name])
+        points = typical_per_size(samples[name])
         out[name] = {"sizes": [m for m, _ in points]}  # type: ignore[dict-item]
         for form in FORMS:
             out[name][form] = [(_predict(form, points[:i] + points[i + 1:], m) - y) / y
@@ -80,13 +80,13 @@ def main() -> None:
         samples.add("server_client", 0, tiny.server_s["setup"] / 3)
     consts = fit_constants(samples, machine=machine_description(),
                            measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    print(f"SecAgg+ primitives on {consts.machine} ({consts.measured}), best of {args.repeats}:")
+    print(f"SecAgg+ primitives on {consts.machine} ({consts.measured}), median of {args.repeats} passes:")
     for name, value in consts.to_json().items():
         if isinstance(value, float):
             print(f"  {name:<36} {value * 1e3:>12.5f} ms")
     rows = []
     for n, shares, length, dropped in (ROUNDS[:3] if args.quick else ROUNDS):
-        client, server = _best_round(n, shares, length, dropped, args.repeats)
+        client, server = _typical_round(n, shares, length, dropped, args.repeats)
         model_c = client_round_s(shares, length, consts)
         model_s = server_round_s(n, shares, length, consts, dropped)
         rows.append({"clients": n, "shares": shares, "vector_len": length, "dropped": dropped,

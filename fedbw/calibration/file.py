@@ -38,7 +38,7 @@ from fedbw.errors import ConfigError
 from fedbw.files.versioned import CALIBRATION, SCHEMA_KEY, VERSION_KEY
 from fedbw.netmodel.flower import FlowerCosts
 from fedbw.netmodel.flower_costs import COUNTS
-from fedbw.netmodel.secagg_cost import OLD_FORM, OLD_FORM_MESSAGE, SecAggCostConstants
+from fedbw.netmodel.secagg_cost import SecAggCostConstants, earlier_form
 
 DEFAULT_FILE = "flower-costs.toml"
 _FIELDS = {f.name for f in dataclasses.fields(FlowerCosts)} - {"secagg"}
@@ -130,8 +130,8 @@ def _from_dict(data: dict[str, Any], source: str) -> Calibration:
     crypto = data.get("secagg")
     secagg = None
     if crypto is not None:
-        if OLD_FORM & set(crypto):
-            raise ConfigError(f"{source}: [secagg] holds {OLD_FORM_MESSAGE}")
+        if why := earlier_form(crypto):
+            raise ConfigError(f"{source}: [secagg] holds {why}")
         missing = sorted(f for f in _SECAGG_FIELDS - set(crypto) if f not in ("machine", "measured",
                                                                               "client_stage_overhead_s",
                                                                               "server_per_client_s"))

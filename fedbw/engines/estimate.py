@@ -86,16 +86,14 @@ def run_estimate(plan: Plan, run_id: str, writer: RecordWriter | None = None,
     return result
 
 
-def secagg_completes(plan: Plan, round_index: int, lost: int | None = None) -> float:
+def secagg_completes(plan: Plan, round_index: int, lost: int) -> float:
     """The chance Flower's SecAgg+ completes round ``round_index`` when ``lost`` of its clients are gone after
-    the share exchange (default: its planned SecAgg+ dropouts; a client late at the round's deadline or left
-    out by over-selection is one too), by its threshold rule on a shuffled ring
-    (:mod:`fedbw.privacy.secagg_dropouts`)."""
+    the share exchange (its planned SecAgg+ dropouts, and the clients late at the round's deadline or left
+    out by over-selection), by its threshold rule on a shuffled ring (:mod:`fedbw.privacy.secagg_dropouts`)."""
     from fedbw.privacy.secagg_dropouts import completion_probability
 
     sa, n = plan.config.privacy.secagg, len(plan.sampled_clients(round_index))
-    gone = len(plan.secagg_dropped(round_index)) if lost is None else lost
-    return completion_probability(n, sa.shares(n), sa.reconstruction_threshold, gone, seed=plan.config.seed)
+    return completion_probability(n, sa.shares(n), sa.reconstruction_threshold, lost, seed=plan.config.seed)
 
 
 def steady_round(plan: Plan) -> int:

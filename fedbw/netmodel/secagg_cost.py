@@ -12,15 +12,20 @@ client
   setup                   2 key pairs (SECP384R1)
   share_keys              Shamir-split 2 secrets into ``shares`` shares of threshold t (pycryptodome
                           evaluates a degree t − 1 polynomial per share: ∝ shares·t); k × (ECDH + encrypt)
-  collect_masked_vectors  k × Fernet decrypt; quantize L; (k + 1) × mask expansion of L (PRG);
-                          k × ECDH; (k + 2) × add L mod M
+  collect_masked_vectors  k × Fernet decrypt; quantize L (weight scaling, clip, stochastic rounding);
+                          (k + 1) × mask expansion of L (PRG); k × ECDH; (k + 1) × add L; one mod M of L
   unmask                  (look-ups only)
 server
-  collect_masked_vectors  n × add L mod M (the masked sum)
+  collect_masked_vectors  (n − 1) × add L (the masked sum); one mod M of L
   unmask                  (server_unmask_parts) per surviving client: combine its seed from the shares its surviving
                           neighbours (and itself) hold, expand and subtract its mask;
                           per dropped client: combine its key from its surviving neighbours' shares,
-                          then per neighbour ECDH + expand + add its pairwise mask; dequantize L
+                          then per neighbour ECDH + expand + add its pairwise mask; one mod M of L;
+                          dequantize L
+
+Flower adds and subtracts without the modulus and reduces once per vector (``parameters_mod`` after the
+loop), so an add and the mod are separate constants: charging every add with its mod overcharged the
+vector arithmetic about 4× (docs/privacy-overhead.md, 2026-12-06).
 
 Combining m shares (pycryptodome's Lagrange interpolation, per 16-byte chunk of the secret) costs one
 field inversion per share and m² multiplications: a·m + b·m², with no fixed part (measured on this VM
@@ -59,8 +64,10 @@ class SecAggCostConstants:
     combine_key_per_share_sq_s: float  #: … + this × m²
     prg_s: float  #: expand one mask: fixed part …
     prg_per_value_s: float  #: … + this per value
-    quantize_per_value_s: float  #: weight scaling + clip + stochastic rounding (dequantize on the server)
-    add_per_value_s: float  #: one int64 vector add or subtract, with the mod
+    quantize_per_value_s: float  #: the client's weight scaling + clip + stochastic rounding, per value
+    add_per_value_s: float  #: one int64 vector add or subtract (Flower reduces mod M once per vector, not per add)
+    mod_per_value_s: float  #: one vector's reduction mod M (``parameters_mod``)
+    dequantize_per_value_s: float  #: the server's dequantization of the unmasked sum
     client_stage_overhead_s: float = 0.0  #: the mod's own bookkeeping per stage (state in and out)
     server_per_client_s: float = 0.0  #: building and routing one client's message per stage
     machine: str = ""
@@ -71,18 +78,31 @@ class SecAggCostConstants:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SecAggCostConstants:
-        """The constants from their JSON; ValueError for constants of the earlier combine form."""
-        if OLD_FORM & set(data):
-            raise ValueError(OLD_FORM_MESSAGE)
+        """The constants from their JSON; ValueError for constants of an earlier form (:func:`earlier_form`)."""
+        if why := earlier_form(data):
+            raise ValueError(why)
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
 #: Fields of the combine's earlier form (a fixed part + shares², fitted on combines from every share),
 #: which overcharged a dropped client about twice at 3 shares (docs/privacy-overhead.md, 2026-12-05).
-OLD_FORM = frozenset({"combine_seed_s", "combine_key_s"})
-OLD_FORM_MESSAGE = ("SecAgg+ constants of the combine's earlier form (combine_seed_s, combine_key_s, before "
-                    "2026-12-06); measure them again, in about 35 s: `fedbw calibrate --from-messages "
-                    "NAME.messages.jsonl --measure-secagg --out NAME.toml`")
+_OLD_COMBINE = frozenset({"combine_seed_s", "combine_key_s"})
+#: Fields that constants of the vector arithmetic's earlier form (every add with its mod, the server's
+#: dequantization charged at the client's quantization; before 2026-12-06 09:00 UTC) lack beside their add.
+_VECTOR_FORM = frozenset({"mod_per_value_s", "dequantize_per_value_s"})
+
+
+def earlier_form(data: Mapping[str, Any]) -> str | None:
+    """Why SecAgg+ constants (their JSON or TOML table) are of a form this model no longer reads, with how to
+    measure them again; None when they are of the current form."""
+    if _OLD_COMBINE & set(data):
+        what = "the combine's earlier form (combine_seed_s, combine_key_s)"
+    elif "add_per_value_s" in data and _VECTOR_FORM - set(data):
+        what = "the vector arithmetic's earlier form (no mod_per_value_s, dequantize_per_value_s)"
+    else:
+        return None
+    return (f"SecAgg+ constants of {what}; measure them again, in about a minute: `fedbw calibrate "
+            f"--from-messages NAME.messages.jsonl --measure-secagg --out NAME.toml`")
 
 
 def _prg(c: SecAggCostConstants, values: int) -> float:
@@ -136,7 +156,7 @@ def client_stage_s(stage: str, shares: int, vector_len: int, c: SecAggCostConsta
         return base + _split(c, shares, t) + k * (c.ecdh_s + c.encrypt_s)
     if stage == "collect_masked_vectors":
         return (base + k * (c.decrypt_s + c.ecdh_s) + c.quantize_per_value_s * values
-                + (k + 1) * _prg(c, values) + (k + 2) * c.add_per_value_s * values)
+                + (k + 1) * (_prg(c, values) + c.add_per_value_s * values) + c.mod_per_value_s * values)
     if stage == "unmask":
         return base
     raise ValueError(f"unknown SecAgg+ stage {stage!r}; stages are {', '.join(STAGES)}")
@@ -147,17 +167,21 @@ def server_stage_s(stage: str, clients: int, shares: int, vector_len: int, c: Se
     """The server's CPU seconds in ``stage`` for ``clients`` sampled, ``dropped`` of them lost after the
     share exchange (their masked vectors never came, so their pairwise masks must be regenerated), in a
     round that completes (``threshold``: the reconstruction threshold, a majority of the shares if None)."""
-    if not 0 <= dropped < clients:
-        raise ValueError(f"dropped ({dropped}) must be in 0..clients-1 ({clients - 1})")
+    _check_dropped(clients, dropped)
     values, alive = vector_len + 1, clients - dropped
     if stage in ("setup", "share_keys"):
         return clients * c.server_per_client_s  # the server only forwards keys and ciphertexts
-    if stage == "collect_masked_vectors":
-        return clients * c.server_per_client_s + alive * c.add_per_value_s * values
+    if stage == "collect_masked_vectors":  # the first vector starts the sum: alive − 1 adds
+        return clients * c.server_per_client_s + ((alive - 1) * c.add_per_value_s + c.mod_per_value_s) * values
     if stage == "unmask":
         return sum(part.seconds for part in server_unmask_parts(clients, shares, vector_len, c, dropped,
                                                                 threshold).values())
     raise ValueError(f"unknown SecAgg+ stage {stage!r}; stages are {', '.join(STAGES)}")
+
+
+def _check_dropped(clients: int, dropped: int) -> None:
+    if not 0 <= dropped < clients:
+        raise ValueError(f"dropped ({dropped}) must be in 0..clients-1 ({clients - 1})")
 
 
 class UnmaskPart(NamedTuple):
@@ -173,16 +197,16 @@ def server_unmask_parts(clients: int, shares: int, vector_len: int, c: SecAggCos
     """The server's unmask stage part by part (its sum is :func:`server_stage_s`'s ``unmask``), in the names a
     traced real round files its calls under (``fedbw.fl.privacy.costs.SERVER_PRIMITIVES``), so each part can
     be checked against Flower's: ``combine_seed``, ``combine_key``, ``prg`` (mask expansions), ``ecdh``,
-    ``add`` (vector adds and subtracts, with the mod), ``dequantize`` and ``bookkeeping`` (per survivor).
+    ``add`` (vector adds and subtracts), ``mod`` (once, after them), ``dequantize`` and ``bookkeeping`` (per
+    survivor).
 
     A survivor's seed comes back from the shares of its neighbourhood's survivors (its own included); a
     dropped client's key from its surviving neighbours' (its own share is lost with it); Flower combines
     every share it collected, so each dropped neighbour means one share fewer. Every dropped client's k
     pairwise masks are expanded again, its dropped neighbours' included (Flower loops over all of them)."""
-    if not 0 <= dropped < clients:
-        raise ValueError(f"dropped ({dropped}) must be in 0..clients-1 ({clients - 1})")
+    _check_dropped(clients, dropped)
     k, values = shares - 1, vector_len + 1
-    alive, pairs = clients - dropped, dropped * (shares - 1)
+    alive, pairs = clients - dropped, dropped * k
     t = default_threshold(shares) if threshold is None else threshold
     seed = sum(p * _combine_seed(c, shares - j)
                for j, p in lost_neighbours(clients - 1, dropped, k, shares - t)) if alive else 0.0
@@ -192,7 +216,8 @@ def server_unmask_parts(clients: int, shares: int, vector_len: int, c: SecAggCos
     return {"combine_seed": UnmaskPart(alive, alive * seed), "combine_key": UnmaskPart(dropped, dropped * key),
             "prg": UnmaskPart(masks, masks * _prg(c, values)), "ecdh": UnmaskPart(pairs, pairs * c.ecdh_s),
             "add": UnmaskPart(masks, masks * c.add_per_value_s * values),
-            "dequantize": UnmaskPart(1, c.quantize_per_value_s * values),
+            "mod": UnmaskPart(1, c.mod_per_value_s * values),
+            "dequantize": UnmaskPart(1, c.dequantize_per_value_s * values),
             "bookkeeping": UnmaskPart(alive, alive * c.server_per_client_s)}
 
 
@@ -253,38 +278,41 @@ def fit_linear_and_square(points: Sequence[tuple[float, float]]) -> tuple[float,
     return (max(0.0, only_a), 0.0) if err_a <= err_b else (0.0, max(0.0, only_b))
 
 
-def fastest_per_size(points: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
-    """The fastest sample per size: on a shared machine the minimum is the closest to the uncontended cost
-    (other load only ever adds time), the usual microbenchmark estimator."""
-    best: dict[int, float] = {}
+def typical_per_size(points: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The median sample per size. A real round pays a typical call, not the best one: against the fastest
+    of five calls in a row, Flower's mask expansion cost 1.35× and its ECDH 1.21× in rounds of the same
+    moment (docs/privacy-overhead.md, 2026-12-06). The samples are CPU time, so a moment the host took the
+    CPU away is not in them, and each comes from a separate pass over every primitive, so a slow spell of the
+    host lands on one sample per size, which the median discards."""
+    by_size: dict[int, list[float]] = {}
     for size, secs in points:
-        best[size] = min(secs, best.get(size, secs))
-    return sorted(best.items())
+        by_size.setdefault(size, []).append(secs)
+    return sorted((size, statistics.median(secs)) for size, secs in by_size.items())
 
 
 def _median(points: Iterable[tuple[int, float]]) -> float:
-    return statistics.median(secs for _, secs in fastest_per_size(points))
+    return statistics.median(secs for _, secs in typical_per_size(points))
 
 
 def fit_constants(samples: PrimitiveSamples, machine: str = "", measured: str = "") -> SecAggCostConstants:
-    """The constants of :class:`SecAggCostConstants` from measured samples: per size the fastest of the
-    repeats, then a least-squares line over sizes.
+    """The constants of :class:`SecAggCostConstants` from measured samples: per size the median of the
+    passes, then a least-squares line over sizes.
 
     ``client_stage`` and ``server_client`` samples (the bookkeeping of a real round's stage) are optional.
     """
-    s = {name: fastest_per_size(points) for name, points in samples.samples.items()}
+    s = {name: typical_per_size(points) for name, points in samples.samples.items()}
     split0, split1 = fit_line(s["share_split"])
     seed1, seed2 = fit_linear_and_square(s["combine_seed"])
     key1, key2 = fit_linear_and_square(s["combine_key"])
     prg0, prg1 = fit_line(s["prg"])
-    _, quant = fit_line(s["quantize"])
-    _, add = fit_line(s["add"])
+    per_value = {name: fit_line(s[name])[1] for name in ("quantize", "add", "mod", "dequantize")}
     return SecAggCostConstants(
         keygen_s=_median(s["keygen"]), ecdh_s=_median(s["ecdh"]), encrypt_s=_median(s["encrypt"]),
         decrypt_s=_median(s["decrypt"]), share_split_s=split0, share_split_per_share_threshold_s=split1,
         combine_seed_per_share_s=seed1, combine_seed_per_share_sq_s=seed2, combine_key_per_share_s=key1,
         combine_key_per_share_sq_s=key2, prg_s=prg0, prg_per_value_s=prg1,
-        quantize_per_value_s=quant, add_per_value_s=add,
+        quantize_per_value_s=per_value["quantize"], add_per_value_s=per_value["add"],
+        mod_per_value_s=per_value["mod"], dequantize_per_value_s=per_value["dequantize"],
         client_stage_overhead_s=_median(s["client_stage"]) if s.get("client_stage") else 0.0,
         server_per_client_s=_median(s["server_client"]) if s.get("server_client") else 0.0,
         machine=machine, measured=measured)

@@ -119,7 +119,7 @@ def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]], stamp: Any,
 
 
 #: The unmask stage's parts in the order its table lists them: the model's, then what only the rounds have.
-UNMASK_PARTS = ("combine_seed", "combine_key", "prg", "ecdh", "add", "dequantize", "bookkeeping", "aggregate_fit")
+UNMASK_PARTS = ("combine_seed", "combine_key", "prg", "ecdh", "add", "mod", "dequantize", "bookkeeping", "aggregate_fit")
 
 
 def _spread(values: list[float]) -> str:
@@ -238,5 +238,5 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
             by.setdefault(c["shares"], []).append(c["combine_s"])
         out.append("Combining a dropped client's key from its neighbours' shares (its own lost), by which share is "
                    "lost: " + "; ".join(f"{n} shares {fmt_s(min(v))}–{fmt_s(max(v))}" for n, v in sorted(by.items()))
-                   + " (the fastest of 5 each).\n")
+                   + f" ({data.get('combine_key_estimator', 'the fastest of 5 each')}).\n")
     return "\n".join(out)

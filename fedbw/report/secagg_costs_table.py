@@ -33,8 +33,10 @@ def _primitives(c: dict[str, Any]) -> str:
         ["combine a dropped client's key from m shares",
          f"{_ms(c['combine_key_per_share_s'])} × m + {_ms(c['combine_key_per_share_sq_s'])} × m²"],
         ["mask expansion (PRG)", f"{_ms(c['prg_s'])} + {_per(c['prg_per_value_s'], ' per value')}"],
-        ["quantization / int64 add mod M", f"{_per(c['quantize_per_value_s'], '')} / "
-                                            f"{_per(c['add_per_value_s'], '')} per value"],
+        ["quantization (client) / dequantization (server)", f"{_per(c['quantize_per_value_s'], '')} / "
+                                                             f"{_per(c['dequantize_per_value_s'], '')} per value"],
+        ["int64 add / reduction mod M (once per vector)", f"{_per(c['add_per_value_s'], '')} / "
+                                                          f"{_per(c['mod_per_value_s'], '')} per value"],
         ["the mod's bookkeeping per stage / the server's per client and stage",
          f"{_ms(c['client_stage_overhead_s'])} / {_ms(c['server_per_client_s'])}"],
     ]
@@ -79,9 +81,10 @@ def secagg_costs_markdown(data: dict[str, Any]) -> str:
     """The primitives, the combine's forms and the stage model against real rounds (ms, measured / model)."""
     c = data["constants"]
     return (_primitives(c)
-            + f"\nFastest of {data['repeats']} repeats, measured {c.get('measured', '?')} on {c.get('machine', '?')}.\n\n"
+            + f"\nCPU time, the median of {data['repeats']} passes over every primitive, measured "
+              f"{c.get('measured', '?')} on {c.get('machine', '?')}.\n\n"
             + _forms(data["combine_forms"]) + "\n"
             + _rounds(data["rounds"])
-            + "\nCPU milliseconds per round, measured / model (the fastest of the repeats; vectors of the given "
+            + "\nCPU milliseconds per round, measured / model (the median of the repeats; vectors of the given "
               "length; \"drop\": clients lost after the share exchange, whose keys and pairwise masks the server "
               "rebuilds).\n")

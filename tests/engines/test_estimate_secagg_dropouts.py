@@ -52,7 +52,8 @@ def test_the_masked_vector_stage_waits_for_flower_to_report_the_dropped_gone() -
 def test_the_unmasking_pays_for_each_dropped_client_and_the_record_says_how_likely_the_round_completes() -> None:
     plain, dropped = _round(_plan(0.0)), _round(_plan(0.1))
     assert dropped.server_s["extra_s"] > plain.server_s["extra_s"]
-    assert secagg_completes(_plan(0.1), 1) < secagg_completes(_plan(0.1, shares="log2"), 1) <= 1.0
+    lost = len(_plan(0.1).secagg_dropped(1))
+    assert secagg_completes(_plan(0.1), 1, lost) < secagg_completes(_plan(0.1, shares="log2"), 1, lost) <= 1.0
 
 
 @pytest.mark.parametrize("change, says", [({"enabled": False}, "needs SecAgg+"),

@@ -26,8 +26,14 @@ import numpy as np
 from flwr.app import Context, Message
 from flwr.common.secure_aggregation.crypto.shamir import combine_shares, create_shares
 from flwr.common.secure_aggregation.crypto.symmetric_encryption import decrypt, encrypt, generate_shared_key
-from flwr.common.secure_aggregation.ndarrays_arithmetic import factor_combine, parameters_addition, parameters_mod
-from flwr.common.secure_aggregation.quantization import quantize
+from flwr.common.secure_aggregation.ndarrays_arithmetic import (
+    factor_combine,
+    factor_extract,
+    parameters_addition,
+    parameters_mod,
+    parameters_multiply,
+)
+from flwr.common.secure_aggregation.quantization import dequantize, quantize
 from flwr.common.secure_aggregation.secaggplus_utils import pseudo_rand_gen, share_keys_plaintext_concat
 from flwr.supercore.primitives.asymmetric import (
     bytes_to_private_key,
@@ -59,14 +65,15 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _time(fn: Callable[[], object], repeats: int) -> list[float]:
-    """``repeats`` wall times of one call each (``timeit``: perf_counter, the collector held off)."""
-    return timeit.repeat(fn, repeat=repeats, number=1)
+def cpu_seconds(fn: Callable[[], object]) -> float:
+    """One call's CPU time (``timeit`` with this process's CPU clock: the collector held off). CPU time, as
+    the real rounds are timed, so that a moment the host takes the CPU away is not charged to the call."""
+    return timeit.timeit(fn, timer=_cpu, number=1)
 
 
-def _mean_over_missing(shares: list[bytes], repeats: int) -> float:
-    """Combining all but one of ``shares``: the mean over which one is missing of the fastest repeat."""
-    return statistics.fmean(min(_time(lambda sh=shares[:i] + shares[i + 1:]: combine_shares(sh), repeats))
+def _mean_over_missing(shares: list[bytes]) -> float:
+    """Combining all but one of ``shares``: the mean over which one is missing, each combined once."""
+    return statistics.fmean(cpu_seconds(lambda sh=shares[:i] + shares[i + 1:]: combine_shares(sh))
                             for i in range(len(shares)))
 
 
@@ -85,57 +92,73 @@ def machine_description() -> str:
 def measure_secagg_samples(repeats: int = 5, shares: Sequence[int] = SHARES,
                            vector_lengths: Sequence[int] = VECTOR_LENGTHS, modulus_range: int = 2**32,
                            quantization_range: int = 2**22, clipping_range: float = 8.0) -> PrimitiveSamples:
-    """Time every SecAgg+ primitive ``repeats`` times (per share count and vector length where they matter)."""
+    """Time every SecAgg+ primitive as Flower 1.42 calls it, in ``repeats`` passes over all of them (per
+    share count and vector length where they matter), each call in CPU time.
+
+    Passes rather than ``repeats`` calls in a row: a slow spell of the shared host then lands on one
+    sample of every primitive instead of on every sample of one, which the per-size median
+    (:func:`fedbw.netmodel.secagg_cost.fit_constants`) discards (three timings of the add in a row, on
+    2026-12-06, gave 1.4, 2.7 and 3.7 ns a value). The vector arithmetic is Flower's: adds and subtracts
+    without the modulus, one ``parameters_mod`` per vector, the client's quantization (weight scaling,
+    quantize, the weight's factor) and the server's dequantization apart."""
+    calls = _primitive_calls(shares, vector_lengths, modulus_range, quantization_range, clipping_range)
     s = PrimitiveSamples()
+    for _ in range(repeats):
+        for name, size, fn in calls:
+            s.add(name, size, fn())
+    return s
+
+
+def _primitive_calls(shares: Sequence[int], vector_lengths: Sequence[int], modulus_range: int,
+                     quantization_range: int, clipping_range: float) -> list[tuple[str, int, Callable[[], float]]]:
+    """(primitive, size, one timing) for every sample of a pass; the inputs made once, outside the timings."""
+    sk_b = private_key_to_bytes(generate_key_pairs()[0])
+    peer_pk = public_key_to_bytes(generate_key_pairs()[1])
+    key = generate_shared_key(bytes_to_private_key(sk_b), bytes_to_public_key(peer_pk))
+    seed = os.urandom(32)
+    plaintext = share_keys_plaintext_concat(2**62, 2**62 + 1, create_shares(seed, 2, 3)[0], create_shares(sk_b, 2, 3)[0])
+    token = encrypt(key, plaintext)
+
     def keygen() -> None:  # what _setup does per key pair: generate, serialize both halves
         sk, pk = generate_key_pairs()
         private_key_to_bytes(sk), public_key_to_bytes(pk)
 
-    for t in _time(keygen, repeats):
-        s.add("keygen", 0, t)
-    sk_b = private_key_to_bytes(generate_key_pairs()[0])
-    peer_pk = public_key_to_bytes(generate_key_pairs()[1])
-    for t in _time(lambda: generate_shared_key(bytes_to_private_key(sk_b), bytes_to_public_key(peer_pk)), repeats):
-        s.add("ecdh", 0, t)
-    key = generate_shared_key(bytes_to_private_key(sk_b), bytes_to_public_key(peer_pk))
-    seed = os.urandom(32)
-    plaintext = share_keys_plaintext_concat(2**62, 2**62 + 1, create_shares(seed, 2, 3)[0], create_shares(sk_b, 2, 3)[0])
-    for t in _time(lambda: encrypt(key, plaintext), repeats):
-        s.add("encrypt", 0, t)
-    token = encrypt(key, plaintext)
-    for t in _time(lambda: decrypt(key, token), repeats):
-        s.add("decrypt", 0, t)
+    calls: list[tuple[str, int, Callable[[], float]]] = [
+        ("keygen", 0, lambda: cpu_seconds(keygen)),
+        ("ecdh", 0, lambda: cpu_seconds(lambda: generate_shared_key(bytes_to_private_key(sk_b),
+                                                               bytes_to_public_key(peer_pk)))),
+        ("encrypt", 0, lambda: cpu_seconds(lambda: encrypt(key, plaintext))),
+        ("decrypt", 0, lambda: cpu_seconds(lambda: decrypt(key, token)))]
     for n in shares:
         threshold = n // 2 + 1
+        seed_shares, key_shares = create_shares(seed, threshold, n), create_shares(sk_b, threshold, n)
         # each client splits two secrets: its mask seed (32 B) and its key sk1
-        for a, b in zip(_time(lambda t=threshold, n=n: create_shares(seed, t, n), repeats),
-                        _time(lambda t=threshold, n=n: create_shares(sk_b, t, n), repeats)):
-            s.add("share_split", n * threshold, a + b)
+        calls.append(("share_split", n * threshold,
+                      lambda t=threshold, n=n: cpu_seconds(lambda: (create_shares(seed, t, n), create_shares(sk_b, t, n)))))
         # the server combines every share it collected: a survivor's seed from its neighbourhood's
         # survivors (all n, or n − 1 when a neighbour dropped), a dropped client's key from its n − 1
         # neighbours, its own share lost with it. Which share is missing matters: pycryptodome's combine
         # is about 9× faster for the two shares at x = 2 and 3 (n = 3, a 306-byte key: 1.1 ms against
-        # 9.4 ms), so a combine from n − 1 is timed with each share missing in turn (the fastest of the
-        # repeats for each), and the mean over which one is the sample.
-        seed_shares, key_shares = create_shares(seed, threshold, n), create_shares(sk_b, threshold, n)
-        for t in _time(lambda sh=seed_shares: combine_shares(sh), repeats):
-            s.add("combine_seed", n, t)
-        s.add("combine_seed", n - 1, _mean_over_missing(seed_shares, repeats))
-        s.add("combine_key", n - 1, _mean_over_missing(key_shares, repeats))
+        # 9.4 ms), so a combine from n − 1 is timed with each share missing in turn, and the sample is
+        # the mean over which one.
+        calls += [("combine_seed", n, lambda sh=seed_shares: cpu_seconds(lambda: combine_shares(sh))),
+                  ("combine_seed", n - 1, lambda sh=seed_shares: _mean_over_missing(sh)),
+                  ("combine_key", n - 1, lambda sh=key_shares: _mean_over_missing(sh))]
     rng = np.random.default_rng(0)
     for n_values in vector_lengths:
-        shape = [(n_values,)]
-        for t in _time(lambda shape=shape: pseudo_rand_gen(seed, modulus_range, shape), repeats):
-            s.add("prg", n_values, t)
         x = [rng.normal(0, 1, n_values).astype(np.float32)]
-        for t in _time(lambda x=x: factor_combine(123, quantize([x[0] * 0.5], clipping_range, quantization_range)),
-                       repeats):
-            s.add("quantize", n_values, t)
-        a = [rng.integers(0, modulus_range, n_values, dtype=np.int64)]
-        b = [rng.integers(0, modulus_range, n_values, dtype=np.int64)]
-        for t in _time(lambda a=a, b=b: parameters_mod(parameters_addition(a, b), modulus_range), repeats):
-            s.add("add", n_values, t)
-    return s
+        a = [np.array([7]), rng.integers(0, modulus_range, n_values, dtype=np.int64)]
+        b = [np.array([9]), rng.integers(0, modulus_range, n_values, dtype=np.int64)]
+        dims = [arr.shape for arr in a]
+        calls += [
+            ("prg", n_values, lambda dims=dims: cpu_seconds(lambda: pseudo_rand_gen(seed, modulus_range, dims))),
+            ("quantize", n_values, lambda x=x: cpu_seconds(lambda: factor_combine(
+                123, quantize(parameters_multiply(x, 0.5), clipping_range, quantization_range)))),
+            ("add", n_values, lambda a=a, b=b: cpu_seconds(lambda: parameters_addition(a, b))),
+            ("mod", n_values, lambda a=a: cpu_seconds(lambda: parameters_mod(a, modulus_range))),
+            ("dequantize", n_values, lambda a=a: cpu_seconds(lambda: dequantize(
+                factor_extract(a)[1], clipping_range, quantization_range)))]
+    return calls
 
 
 def measure_secagg_costs(repeats: int = 5, quick: bool = False) -> SecAggCostConstants:
@@ -189,12 +212,12 @@ SEED_CHUNKS = 3
 
 
 #: How a traced call is filed: under the model's part it belongs to (fedbw.netmodel.secagg_cost.
-#: server_unmask_parts), or, for the calls that only add time to a part (loading the keys of an ECDH, the
-#: vector's mod), under a name of their own that :func:`unmask_parts` folds into it.
+#: server_unmask_parts), or, for the calls that only add time to a part (loading the keys of an ECDH),
+#: under a name of their own that :func:`unmask_parts` folds into it.
 _FILED = {"pseudo_rand_gen": "prg", "generate_shared_key": "ecdh", "bytes_to_private_key": "ecdh_key_load",
           "bytes_to_public_key": "ecdh_key_load", "parameters_addition": "add", "parameters_subtraction": "add",
-          "parameters_mod": "add_mod", "dequantize": "dequantize", "aggregate_fit": "aggregate_fit"}
-_FOLDED = {"ecdh_key_load": "ecdh", "add_mod": "add"}
+          "parameters_mod": "mod", "dequantize": "dequantize", "aggregate_fit": "aggregate_fit"}
+_FOLDED = {"ecdh_key_load": "ecdh"}
 
 
 def _call_name_and_size(name: str, args: tuple[Any, ...]) -> tuple[str, int]:

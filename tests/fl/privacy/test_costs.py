@@ -23,9 +23,11 @@ STAGES = {"setup", "share_keys", "collect_masked_vectors", "unmask"}
 def test_measured_constants_and_a_real_round():
     c = measure_secagg_costs(repeats=3, quick=True)
     timed = {f.name: getattr(c, f.name) for f in dataclasses.fields(c) if f.name.endswith("_s")}
-    assert {"keygen_s", "ecdh_s", "prg_per_value_s", "add_per_value_s"} <= set(timed)
+    assert {"keygen_s", "ecdh_s", "prg_per_value_s", "add_per_value_s", "mod_per_value_s",
+            "dequantize_per_value_s"} <= set(timed)
     assert all(math.isfinite(v) and v >= 0 for v in timed.values()), timed
     assert c.keygen_s > 0 and c.ecdh_s > 0 and c.prg_per_value_s > 0 and c.add_per_value_s > 0
+    assert c.mod_per_value_s > 0 and c.dequantize_per_value_s > 0  # 100,000 values against 10,000
     assert "CPU" in c.machine and c.measured.endswith("Z")
     runs = [measure_secagg_round(5, 3, 50_000) for _ in range(3)]
     for r in runs:  # every stage of a real round timed, on both sides
@@ -62,6 +64,18 @@ def test_combines_are_timed_from_the_shares_the_server_has_with_each_one_missing
     assert [x for x, _ in samples.samples["combine_seed"]] == [3, 2, 5, 4]
 
 
+def test_every_primitive_is_timed_once_a_pass_with_flowers_vector_arithmetic_apart() -> None:
+    """Passes over every primitive, not repeats in a row: each (primitive, size) has one sample a pass. The
+    vector arithmetic is Flower's: the add without the modulus, the mod, the server's dequantization."""
+    from fedbw.fl.privacy.costs import measure_secagg_samples
+
+    samples = measure_secagg_samples(3, shares=(3,), vector_lengths=(1000, 2000)).samples
+    assert {"add", "mod", "quantize", "dequantize", "prg"} <= set(samples)
+    for name in ("add", "mod", "dequantize"):
+        assert sorted(x for x, _ in samples[name]) == [1000] * 3 + [2000] * 3
+    assert all(len(points) == 3 * len({x for x, _ in points}) for points in samples.values())
+
+
 def test_a_traced_round_does_what_the_model_counts_part_by_part() -> None:
     """The model's unmask stage names its parts and how often Flower does each; a traced real round counts
     the workflow's own calls. The counts do not depend on the host: without dropouts one seed combine, one
@@ -81,7 +95,7 @@ def test_a_traced_round_does_what_the_model_counts_part_by_part() -> None:
         assert r.halted_at is None
         measured = unmask_parts(r)
         model = server_unmask_parts(6, 5, 1000, unit, dropped)
-        for part in ("combine_seed", "combine_key", "prg", "ecdh", "add", "dequantize"):
+        for part in ("combine_seed", "combine_key", "prg", "ecdh", "add", "mod", "dequantize"):
             assert measured.get(part, (0, 0.0))[0] == model[part].calls, (dropped, part)
         assert "aggregate_fit" in measured and measured["aggregate_fit"][1] > 0
         assert measured["combine_seed"][1] > 0 and measured["prg"][1] > 0  # each part timed, not only counted
