@@ -178,7 +178,7 @@ def validation_markdown(data: dict[str, Any]) -> str:
                   if failed else "")
                + f". Written {data['date']}.\n")
     for n in notes:
-        out.append(f"- Note on validation {n.get('freeze', '?')}, {n.get('row', '?')}"
+        out.append(f"- Note on validation {n.get('freeze', '?')}" + (f", {n['row']}" if n.get("row") else "")
                    + (f" trial {n['trial']}" if n.get("trial") is not None else "") + f" ({n.get('utc', '?')}): "
                    + n.get("text", "") + "\n")
     return "\n".join(x for x in out if x)

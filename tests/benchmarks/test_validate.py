@@ -166,6 +166,53 @@ def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path
     assert "1 failed; 1 × boom" in text and "Note on validation 1, r trial 0 (u): another run shared the host" in text
 
 
+def test_a_freeze_stays_open_until_every_row_is_done_or_it_is_abandoned_with_a_reason(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    """The guard below reads ``open_freeze``: open while any row lacks a trial or its model runs, closed when
+    the grid is done, or on purpose by ``--abandon WHY``, whose reason the validation table prints."""
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    freeze = {"kind": "freeze", "id": 1, "trials": 2, "grid": ["a", "b"], "model_version": "m-a"}
+    V.append(freeze)
+    assert V.open_freeze(V.read_log())["id"] == 1
+    for rid in ("a", "b"):
+        V.append({"kind": "trial", "freeze": 1, "row": rid, "trial": 0, "status": "ok"})
+        V.append({"kind": "trial", "freeze": 1, "row": rid, "trial": 1, "status": "failed", "error": "boom"})
+        V.append({"kind": "model", "freeze": 1, "row": rid, "status": "ok"})
+    assert V.open_freeze(V.read_log()) is not None  # a failed trial is not a done one
+    V.append({"kind": "trial", "freeze": 1, "row": "a", "trial": 1, "status": "ok"})
+    assert not V.row_done(V.read_log(), freeze, "b") and V.row_done(V.read_log(), freeze, "a")
+    with pytest.raises(SystemExit, match="needs the reason"):
+        V.abandon(V.read_log(), "  ")
+    entry = V.abandon(V.read_log(), "the host was taken away")
+    assert entry["text"] == "abandoned with 1 of 2 rows done: the host was taken away"
+    assert V.open_freeze(V.read_log()) is None
+    with pytest.raises(SystemExit, match="nothing to abandon"):
+        V.abandon(V.read_log(), "again")
+    V.append({**freeze, "id": 2})
+    for rid in ("a", "b"):
+        V.append({"kind": "model", "freeze": 2, "row": rid, "status": "ok"})
+        for t in (0, 1):
+            V.append({"kind": "trial", "freeze": 2, "row": rid, "trial": t, "status": "ok"})
+    assert V.open_freeze(V.read_log()) is None  # finished
+    notes = [e for e in V.read_log() if e["kind"] == "note"]
+    text = validation_markdown({"validations": [], "targets": V.TARGETS, "date": "d", "run_log": notes})
+    assert "- Note on validation 1 (" in text and "abandoned with 1 of 2 rows done: the host was taken away" in text
+
+
+def test_no_model_change_lands_while_a_validation_is_open() -> None:
+    """The committed run log's open validation holds the model and its calibration: a change to either
+    fails here until the grid is done, or until ``benchmarks/validate.py --abandon WHY`` closes it on purpose.
+    (With no validation open there is nothing to hold.)"""
+    freeze = V.open_freeze(V.read_log())
+    if freeze is None:
+        return
+    now = V.frozen_now(freeze.get("calibration_path"))
+    moved = {k: f"{freeze[k]} → {now[k]}" for k in ("model_version", "calibration") if freeze[k] != now[k]}
+    assert not moved, (f"validation {freeze['id']} (frozen {freeze['created_utc']}) is open and holds the model: "
+                       f"{moved}. Land this after its grid is done, or close it on purpose with "
+                       "benchmarks/validate.py --abandon WHY")
+
+
 def test_the_stability_table_counts_rows_within_three_percent() -> None:
     from fedbw.report.validation_table import stability_markdown
 
