@@ -495,7 +495,7 @@ def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
             if len(trials) == f["trials"] and model is not None:
                 rows.append(row_result(rid, trials, model))
         validations.append({"freeze": {k: v for k, v in f.items() if k != "kind"},
-                            "calibration_host_reference_s": _calibration_reference(f["calibration"]),
+                            "calibration_host_reference_s": _calibration_reference(f["calibration"], f.get("calibration_path")),
                             "made_by": {"model_version": f["model_version"], "calibration": f["calibration"]},
                             "rows": rows,
                             "rows_planned": len(f["grid"]), "verdict": verdict(rows)})
@@ -506,11 +506,15 @@ def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
             "validations": validations, "run_log": runs}
 
 
-def _calibration_reference(fingerprint: str) -> float | None:
-    """The shipped calibration's host reference, when it is the frozen one (its fingerprint matches)."""
-    from fedbw.calibration.file import HOST_REFERENCE, default_calibration
+def _calibration_reference(fingerprint: str, path: str | None = None) -> float | None:
+    """The frozen calibration's host reference: the file the freeze names (``path``, in the repository), else
+    the shipped one; only while its fingerprint is still the frozen one."""
+    from fedbw.calibration.file import HOST_REFERENCE, default_calibration, read_calibration
 
-    cal = default_calibration()
+    try:
+        cal = read_calibration(ROOT / path) if path else default_calibration()
+    except (OSError, FedbwError):  # the file is gone or of another form: no reference to show
+        return None
     return cal.provenance.get(HOST_REFERENCE) if cal.fingerprint == fingerprint else None
 
 

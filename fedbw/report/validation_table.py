@@ -138,6 +138,16 @@ def _sign(rows: list[dict[str, Any]]) -> str:
             f"(mean errors {fmt_signed_pct(min(means))} to {fmt_signed_pct(max(means))}).")
 
 
+def _freeze_dilation(freeze: dict[str, Any]) -> str:
+    """How a freeze dilated its rows: one dilation for all (validation 4 on), else emulate's auto per row,
+    capped or not."""
+    if freeze.get("dilation") is not None:
+        return f"every row at dilation {freeze['dilation']:g} (its calibration's)"
+    if freeze.get("max_dilation") is not None:
+        return f"dilation ≤ {freeze['max_dilation']}"
+    return "dilation auto (each device a core, the server two)"
+
+
 # Not ``model=True``: a validation is of the model it froze, and stays visible when the model moves on
 # (an earlier validation is never dropped); each one says whether its model is this fedbw's.
 @result_table("fidelity.validation", "validation.json", VALIDATE_CMD)
@@ -153,8 +163,7 @@ def validation_markdown(data: dict[str, Any]) -> str:
                    f"calibration "
                    f"{f['calibration']} ({f['calibration_file']}, fitted {f['calibration_created_utc']}), commit "
                    f"{f['commit'][:10]}; {f['rounds']} rounds a run, {f['trials']} emulate trials a row, "
-                   + (f"dilation ≤ {f['max_dilation']}" if f.get("max_dilation") is not None
-                      else "dilation auto (each device a core, the server two)") + f"; {f['machine']}.\n")
+                   + _freeze_dilation(f) + f"; {f['machine']}.\n")
         out.append(_rows(val["rows"]) if val["rows"] else "")
         if val["rows"] and "emulate_comm_s" in val["rows"][0]:
             out.append("\nWhere the steady rounds' time went (means), and the host's speed while the trials ran (a fresh "

@@ -75,6 +75,20 @@ def test_a_freeze_of_another_calibration_file_runs_the_model_with_it_and_resumes
     assert "deployment" not in ran[1]  # the shipped calibration: the config's default
 
 
+def test_the_host_reference_shown_is_the_frozen_calibration_files(tmp_path: Path, monkeypatch) -> None:
+    """A freeze of a calibration file shows that file's host reference, not the shipped one's, and none once
+    the file no longer has the frozen fingerprint."""
+    from fedbw.calibration.file import HOST_REFERENCE, Calibration, Constant, read_calibration, write_calibration
+
+    monkeypatch.setattr(V, "ROOT", tmp_path)
+    write_calibration(tmp_path / "k7.toml", Calibration({"request_s": Constant(0.01)},
+                                                       {"created_utc": "now", HOST_REFERENCE: 1.25}))
+    fingerprint = read_calibration(tmp_path / "k7.toml").fingerprint
+    assert V._calibration_reference(fingerprint, "k7.toml") == 1.25
+    assert V._calibration_reference("c-other", "k7.toml") is None
+    assert V._calibration_reference(fingerprint, "gone.toml") is None
+
+
 def test_the_grid_is_held_out_from_the_calibration_and_from_every_earlier_validation() -> None:
     rows = [V.row_id(*g) for g in V.GRID]
     assert len(set(rows)) == len(rows) >= 12 and {g[2] for g in V.GRID} >= {2, 4, 8}

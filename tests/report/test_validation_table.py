@@ -27,3 +27,13 @@ def test_the_validation_calibration_is_set_beside_the_shipped_one_constant_by_co
     assert lines["request_s"][4:] == ["1.05", "no"]  # the intervals overlap
     assert lines["clientapp_start_s"][4:] == ["1.30", "yes"]  # 0.45–0.55 against 0.60–0.70
     assert "dilation 2" in text and "dilation 7" in text
+
+
+def test_a_freezes_header_says_how_its_rows_were_dilated() -> None:
+    """Validation 4 on runs every row at its calibration's dilation; earlier freezes ran emulate's auto, capped
+    (validations 1 and 2) or not (3). The header said "auto" for all of them until 2026-12-06."""
+    from fedbw.report.validation_table import _freeze_dilation
+
+    assert _freeze_dilation({"dilation": 7.0, "max_dilation": None}) == "every row at dilation 7 (its calibration's)"
+    assert _freeze_dilation({"dilation": None, "max_dilation": 3}) == "dilation ≤ 3"
+    assert _freeze_dilation({"max_dilation": None}).startswith("dilation auto")
