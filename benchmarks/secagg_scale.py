@@ -79,7 +79,11 @@ def bytes_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def combine_rows(repeats: int = 5) -> list[dict[str, Any]]:
+#: Timings per lost share in ``combine_rows``; the result names its estimator from it.
+COMBINE_REPEATS = 5
+
+
+def combine_rows(repeats: int = COMBINE_REPEATS) -> list[dict[str, Any]]:
     """What the server pays to combine a dropped client's key (a 306-byte private key, Shamir-shared) from
     its neighbours' shares, its own share lost, for each share that may be the lost one (the median of
     ``repeats`` each, in CPU time, as the calibration times it): which one is lost moves the cost, and a
@@ -244,7 +248,7 @@ def main() -> None:
         if data.get("server"):  # every earlier run's measured unmask stays: how far the host itself moves
             data["earlier_server"] = [*data.get("earlier_server", []), earlier_run(data)]
         data["combine_key"] = combine_rows()
-        data["combine_key_estimator"] = "the median of 5 each, in CPU time"
+        data["combine_key_estimator"] = f"the median of {COMBINE_REPEATS} each, in CPU time"
         data["survival"] = survival_rows()
         data["server"] = server_rows(args.repeats)
         data["primitives_timed"] = "per cell"  # model_now_s: on primitives timed just before each cell's rounds

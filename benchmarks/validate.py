@@ -320,26 +320,27 @@ def run_grid(freeze: dict[str, Any], only: set[str] | None, stop_after_s: float 
             continue
         cfg = row_config(*g)
         for trial in range(TRIALS):
-            done = [e for e in read_log() if e["kind"] == "trial" and e["freeze"] == freeze["id"] and e["row"] == rid
-                    and e["trial"] == trial and e["status"] == "ok"]
-            if not done:
+            if not any(e["trial"] == trial for e in ok_runs(read_log(), freeze["id"], rid, "trial")):
                 if stop_after_s is not None and time.monotonic() - t0 > stop_after_s:
                     print(f"validate: stopped before {rid} trial {trial} (--stop-after); run again to resume",
                           flush=True)
                     return False
                 emulate_trial(freeze, rid, trial, cfg)
-        if not any(e["kind"] == "model" and e["freeze"] == freeze["id"] and e["row"] == rid and e["status"] == "ok"
-                   for e in read_log()):
+        if not ok_runs(read_log(), freeze["id"], rid, "model"):
             model_runs(freeze, rid, cfg)
     return True
 
 
+def ok_runs(log: list[dict[str, Any]], freeze_id: int, rid: str, kind: str) -> list[dict[str, Any]]:
+    """A row's runs of ``kind`` ("trial" or "model") under freeze ``freeze_id`` that ended ok, in log order."""
+    return [e for e in log if e["kind"] == kind and e["freeze"] == freeze_id and e["row"] == rid
+            and e["status"] == "ok"]
+
+
 def row_done(log: list[dict[str, Any]], freeze: dict[str, Any], rid: str) -> bool:
     """Whether a row of ``freeze`` has all its emulate trials and its model runs, each ok."""
-    trials = {e["trial"] for e in log if e["kind"] == "trial" and e["freeze"] == freeze["id"] and e["row"] == rid
-              and e["status"] == "ok"}
-    return len(trials) >= freeze["trials"] and any(
-        e["kind"] == "model" and e["freeze"] == freeze["id"] and e["row"] == rid and e["status"] == "ok" for e in log)
+    trials = {e["trial"] for e in ok_runs(log, freeze["id"], rid, "trial")}
+    return len(trials) >= freeze["trials"] and bool(ok_runs(log, freeze["id"], rid, "model"))
 
 
 def open_freeze(log: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -488,14 +489,12 @@ def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
     for f in freezes:
         rows = []
         for rid in f["grid"]:
-            trials = [e for e in log if e["kind"] == "trial" and e["freeze"] == f["id"] and e["row"] == rid
-                      and e["status"] == "ok"][:f["trials"]]
-            model = next((e for e in log if e["kind"] == "model" and e["freeze"] == f["id"] and e["row"] == rid
-                          and e["status"] == "ok"), None)
-            if len(trials) == f["trials"] and model is not None:
-                rows.append(row_result(rid, trials, model))
+            trials, models = ok_runs(log, f["id"], rid, "trial")[:f["trials"]], ok_runs(log, f["id"], rid, "model")
+            if len(trials) == f["trials"] and models:
+                rows.append(row_result(rid, trials, models[0]))
+        reference = _calibration_reference(f["calibration"], f.get("calibration_path"))
         validations.append({"freeze": {k: v for k, v in f.items() if k != "kind"},
-                            "calibration_host_reference_s": _calibration_reference(f["calibration"], f.get("calibration_path")),
+                            "calibration_host_reference_s": reference,
                             "made_by": {"model_version": f["model_version"], "calibration": f["calibration"]},
                             "rows": rows,
                             "rows_planned": len(f["grid"]), "verdict": verdict(rows)})
@@ -550,7 +549,7 @@ def stability(other: Path, base: Path | None = None) -> dict[str, Any]:
     from fedbw.engines.estimate import run_estimate
     from fedbw.plan import build_plan
 
-    shipped = default_calibration() if base is None else read_calibration(base)
+    base_cal = default_calibration() if base is None else read_calibration(base)
     alt = read_calibration(other)
     rows = []
     for g in GRID:
@@ -562,15 +561,15 @@ def stability(other: Path, base: Path | None = None) -> dict[str, Any]:
             means.append(statistics.mean(r.round_time_s for r in res.rounds if r.round >= 2))
         rows.append({"row": row_id(*g), "shipped_s": means[0], "other_s": means[1], "diff": means[1] / means[0] - 1})
     return {"date": now(), "machine": machine(),
-            "shipped": {"fingerprint": shipped.fingerprint, "created_utc": shipped.provenance.get("created_utc"),
+            "shipped": {"fingerprint": base_cal.fingerprint, "created_utc": base_cal.provenance.get("created_utc"),
                         "file": None if base is None else str(base),
-                        "measured_by": shipped.provenance.get("measured_by"),
-                        "dilation": shipped.provenance.get("dilation")},
+                        "measured_by": base_cal.provenance.get("measured_by"),
+                        "dilation": base_cal.provenance.get("dilation")},
             "other": {"file": str(other), "fingerprint": alt.fingerprint,
                       "created_utc": alt.provenance.get("created_utc"), "measured_by": alt.provenance.get("measured_by"),
                       "dilation": alt.provenance.get("dilation")},
             "rows": rows, "max_abs_diff": max(abs(r["diff"]) for r in rows),
-            "made_by": {"model_version": frozen_now()["model_version"], "calibration": shipped.fingerprint}}
+            "made_by": {"model_version": frozen_now()["model_version"], "calibration": base_cal.fingerprint}}
 
 
 def main() -> None:

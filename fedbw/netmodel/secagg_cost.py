@@ -24,8 +24,8 @@ server
                           dequantize L
 
 Flower adds and subtracts without the modulus and reduces once per vector (``parameters_mod`` after the
-loop), so an add and the mod are separate constants: charging every add with its mod overcharged the
-vector arithmetic about 4× (docs/privacy-overhead.md, 2026-12-06).
+loop), so an add and the mod are separate constants (until 2026-12-06 every add was charged with its mod,
+and the server's dequantization at the client's quantization; docs/privacy.md).
 
 Combining m shares (pycryptodome's Lagrange interpolation, per 16-byte chunk of the secret) costs one
 field inversion per share and m² multiplications: a·m + b·m², with no fixed part (measured on this VM

@@ -100,7 +100,13 @@ def measure_secagg_samples(repeats: int = 5, shares: Sequence[int] = SHARES,
     (:func:`fedbw.netmodel.secagg_cost.fit_constants`) discards (three timings of the add in a row, on
     2026-12-06, gave 1.4, 2.7 and 3.7 ns a value). The vector arithmetic is Flower's: adds and subtracts
     without the modulus, one ``parameters_mod`` per vector, the client's quantization (weight scaling,
-    quantize, the weight's factor) and the server's dequantization apart."""
+    quantize, the weight's factor) and the server's dequantization apart.
+
+    Each call is timed alone, after calls of other primitives: that is how the server's unmask loop pays
+    them, and the unmask stage is where SecAgg+'s CPU time is. A client's loops call one primitive several
+    times in a row, which costs less, so its stages come out high (up to about 1.5×, docs/privacy.md); a
+    warm call before each timing put the clients right and the server's unmask low in every cell (a probe on
+    2026-12-06, kept in the closing note, not here)."""
     calls = _primitive_calls(shares, vector_lengths, modulus_range, quantization_range, clipping_range)
     s = PrimitiveSamples()
     for _ in range(repeats):
