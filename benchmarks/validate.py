@@ -25,8 +25,9 @@ real one does not (docs/fidelity.md, "What the caps give").
 
 Per row: the steady rounds (round ≥ 2) of both trials pooled against the model's rounds, each round
 against the model's same round: the median |error|; whether the pooled mean falls inside the model's
-central 80 % interval (and the share of single emulated rounds inside it); transfers of ≥ 1 s against
-simulate's same transfer, their median |error|; host-bound rounds. ``benchmarks/results/validation.json``
+central 80 % interval (and the share of single emulated rounds inside it); transfers the model times at
+≥ 1 s against simulate's same transfer, their median |error| (and, as the validations were frozen with,
+transfers either engine timed at ≥ 1 s: ``transfer_errors`` says why that rule is biased); host-bound rounds. ``benchmarks/results/validation.json``
 holds the rows, the verdict against issue 31's targets and the whole run log.
 
 While a freeze's grid is unfinished, no change to the model or to the frozen calibration may land: a test
@@ -380,6 +381,37 @@ def steady(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rounds if r["round"] >= 2] or rounds
 
 
+#: A transfer is long enough to test the link model when the model times it at this or more (seconds).
+LONG_TRANSFER_S = 1.0
+
+
+def transfer_errors(trials: list[dict[str, Any]], modelled: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """|emulate / simulate − 1| of each transfer in ``trials`` against simulate's same transfer: those the
+    model times at ≥ 1 s, and those either engine timed at ≥ 1 s.
+
+    Why the model's time chooses: a transfer chosen by its measured time is chosen by its error. Choosing
+    by either engine's time (validations 1 to 4 were frozen with that rule) lets a 0.5 s download that
+    emulate once stretched to 1.2 s into the ≥ 1 s set, and never the same download at its usual time: the
+    set holds the emulated runs that went long, and the error is inflated by construction (validation 4's
+    first five rows: small-model downloads of 0.9–1.3 s against the model's 0.1–0.5 s). The model's time
+    is known before the run, so it chooses without looking at the outcome. Both are reported."""
+    vsim = {(t["round"], t["client"], t["stage"]): t for t in modelled}
+    chosen: list[float] = []
+    either: list[float] = []
+    for t in trials:
+        for x in t["transfers"]:
+            m = vsim.get((x["round"], x["client"], x["stage"]))
+            for d in ("down", "up") if m else ():
+                if m[f"{d}_s"] <= 0:
+                    continue
+                error = abs(x[f"{d}_s"] / m[f"{d}_s"] - 1)
+                if m[f"{d}_s"] >= LONG_TRANSFER_S:
+                    chosen.append(error)
+                if max(x[f"{d}_s"], m[f"{d}_s"]) >= LONG_TRANSFER_S:
+                    either.append(error)
+    return chosen, either
+
+
 def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) -> dict[str, Any]:
     """One row: emulate's steady rounds pooled against simulate's, and its transfers against simulate's."""
     sim = {r["round"]: r for r in model["simulate"]["rounds"]}
@@ -394,14 +426,7 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
     mean_e = statistics.mean(r["round_time_s"] for r in pooled)
     inside = None if low is None else low <= mean_e <= high
     singles = None if low is None else sum(low <= r["round_time_s"] <= high for r in pooled) / len(pooled)
-    vsim = {(t["round"], t["client"], t["stage"]): t for t in model["simulate"]["transfers"]}
-    transfers = []
-    for t in trials:
-        for x in t["transfers"]:
-            m = vsim.get((x["round"], x["client"], x["stage"]))
-            for d in ("down", "up") if m else ():
-                if max(x[f"{d}_s"], m[f"{d}_s"]) >= 1.0 and m[f"{d}_s"] > 0:
-                    transfers.append(abs(x[f"{d}_s"] / m[f"{d}_s"] - 1))
+    transfers, either = transfer_errors(trials, model["simulate"]["transfers"])
     host_bound = sum(bool(r["host_bound"]) for t in trials for r in t["rounds"])
     refs = [t[k] for t in trials for k in ("host_reference_before_s", "host_reference_after_s") if t.get(k)]
     return {
@@ -419,6 +444,9 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
         "pooled_inside_interval": inside, "single_rounds_inside_interval": singles,
         "transfers_ge_1s": len(transfers),
         "transfer_median_abs_error": statistics.median(transfers) if transfers else None,
+        # the rule as validations 1 to 4 were frozen with: either engine's time ≥ 1 s (biased, see above)
+        "transfers_either_ge_1s": len(either),
+        "transfer_median_abs_error_either_ge_1s": statistics.median(either) if either else None,
         "host_bound_rounds": host_bound, "rounds": sum(len(t["rounds"]) for t in trials),
         # where a round's time went, steady means: the gap between the engines is in one of these
         **{f"{engine}_{part}_s": statistics.mean(r[f"{part}_time_s"] for r in rounds)
@@ -532,7 +560,16 @@ def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "median_of_row_round_errors": statistics.median(errs) if errs else None,
             "rows_inside_interval": sum(inside), "share_inside_interval": sum(inside) / len(inside) if inside else None,
             "rows_without_host_bound": len(clean),
-            "rows_transfers_within_target": sum(e <= TARGETS["transfer_median_abs_error"] for e in clean)}
+            "rows_transfers_within_target": sum(e <= TARGETS["transfer_median_abs_error"] for e in clean),
+            # the same under the rule the validations were frozen with (either engine's time ≥ 1 s)
+            **_either_rule(rows)}
+
+
+def _either_rule(rows: list[dict[str, Any]]) -> dict[str, int]:
+    clean = [r.get("transfer_median_abs_error_either_ge_1s") for r in rows if r["host_bound_rounds"] == 0]
+    clean = [e for e in clean if e is not None]
+    return {"rows_without_host_bound_either_ge_1s": len(clean),
+            "rows_transfers_within_target_either_ge_1s": sum(e <= TARGETS["transfer_median_abs_error"] for e in clean)}
 
 
 STABILITY = ROOT / "benchmarks" / "results" / "validation-stability.json"

@@ -30,11 +30,23 @@ def trial_gap(row: dict[str, Any]) -> float | None:
     return (max(means) - min(means)) / (sum(rounds) / len(rounds))
 
 
+def _transfer_pct(e: float | None) -> str:
+    return "-" if e is None else f"{100 * e:.1f} %"
+
+
+def _either(row: dict[str, Any]) -> str:
+    """The transfers either engine timed at ≥ 1 s and their median error: the rule the validations were frozen
+    with, kept beside the unbiased one (benchmarks/validate.py, ``transfer_errors``)."""
+    n = row.get("transfers_either_ge_1s")
+    return "-" if n is None else f"{n}: {_transfer_pct(row.get('transfer_median_abs_error_either_ge_1s'))}"
+
+
 def _rows(rows: list[dict[str, Any]]) -> str:
     head = ["row (model, profile, clients)", "dilation", "emulate steady rounds", "trials apart", "simulate [80 %]",
             "estimate", "round error (median)", "median abs error", "mean error", "pooled mean inside",
             "single rounds inside",
-            "transfers ≥ 1 s", "transfer median abs error", "host-bound rounds"]
+            "transfers the model times ≥ 1 s", "their median abs error", "either engine ≥ 1 s (frozen rule)",
+            "host-bound rounds"]
     body = []
     for r in rows:
         lo_hi = r["simulate_interval_s"]
@@ -46,8 +58,8 @@ def _rows(rows: list[dict[str, Any]]) -> str:
                      fmt_pct(r["round_median_abs_error"]) if r["round_median_abs_error"] is None
                      else f"{100 * r['round_median_abs_error']:.1f} %",
                      fmt_signed_pct(r.get("mean_error")), _yes(r["pooled_inside_interval"]), fmt_pct(r["single_rounds_inside_interval"]),
-                     str(r["transfers_ge_1s"]),
-                     "-" if r["transfer_median_abs_error"] is None else f"{100 * r['transfer_median_abs_error']:.1f} %",
+                     str(r["transfers_ge_1s"]), _transfer_pct(r["transfer_median_abs_error"]),
+                     _either(r),
                      f"{r['host_bound_rounds']} of {r['rounds']}"])
     return md_table(head, body)
 
@@ -123,9 +135,13 @@ def _verdict(v: dict[str, Any], targets: dict[str, float], planned: int, rows: l
             + ". Emulate's pooled steady rounds inside the model's 80 % "
             f"interval: {v['rows_inside_interval']} of {v['rows']} rows"
             + ("" if share is None else f" ({100 * share:.0f} %, target {100 * targets['rows_inside_interval']:.0f} %)")
-            + f". Transfers ≥ 1 s, rows without a host-bound round: {v['rows_transfers_within_target']} of "
-            f"{v['rows_without_host_bound']} within {100 * targets['transfer_median_abs_error']:.0f} % "
-            f"(median abs error)." + _sign(rows) + _repeatability(rows, targets["round_median_abs_error"]) + "\n")
+            + f". Transfers the model times at ≥ 1 s, rows without a host-bound round: "
+            f"{v['rows_transfers_within_target']} of {v['rows_without_host_bound']} within "
+            f"{100 * targets['transfer_median_abs_error']:.0f} % (median abs error)"
+            + (f"; by the rule the validation was frozen with (either engine ≥ 1 s): "
+               f"{v['rows_transfers_within_target_either_ge_1s']} of {v['rows_without_host_bound_either_ge_1s']}"
+               if "rows_without_host_bound_either_ge_1s" in v else "")
+            + "." + _sign(rows) + _repeatability(rows, targets["round_median_abs_error"]) + "\n")
 
 
 def _sign(rows: list[dict[str, Any]]) -> str:

@@ -152,6 +152,17 @@ def test_a_row_pools_both_trials_steady_rounds_against_the_models_same_round() -
     assert row["simulate_interval_s"] == [9.5, 11.0]
 
 
+def test_transfers_are_chosen_by_the_models_time_not_by_the_measured_one() -> None:
+    # the model times the download at 0.5 s and the upload at 2 s; one trial's download met Flower's pull
+    # backoff and took 1.5 s: chosen by its measured time it would enter the long set only because it went long
+    trials = [{"transfers": [{"round": 2, "client": 0, "stage": "fit", "down_s": 1.5, "up_s": 2.02}]},
+              {"transfers": [{"round": 2, "client": 0, "stage": "fit", "down_s": 0.5, "up_s": 1.96}]}]
+    modelled = [{"round": 2, "client": 0, "stage": "fit", "down_s": 0.5, "up_s": 2.0}]
+    chosen, either = V.transfer_errors(trials, modelled)
+    assert sorted(chosen) == pytest.approx([0.01, 0.02])  # the two uploads, whatever the downloads did
+    assert sorted(either) == pytest.approx([0.01, 0.02, 2.0])  # the frozen rule lets the stalled one in
+
+
 def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
     state = {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",

@@ -37,3 +37,13 @@ def test_a_freezes_header_says_how_its_rows_were_dilated() -> None:
     assert _freeze_dilation({"dilation": 7.0, "max_dilation": None}) == "every row at dilation 7 (its calibration's)"
     assert _freeze_dilation({"dilation": None, "max_dilation": 3}) == "dilation ≤ 3"
     assert _freeze_dilation({"max_dilation": None}).startswith("dilation auto")
+
+
+def test_a_row_shows_the_frozen_transfer_rule_beside_the_models() -> None:
+    """The transfers the model times at ≥ 1 s decide; the rule the validations were frozen with (either engine
+    ≥ 1 s) stays visible in its own column, and a row from before it was kept says so with a dash."""
+    from fedbw.report.validation_table import _either
+
+    assert _either({"transfers_either_ge_1s": 6, "transfer_median_abs_error_either_ge_1s": 7.557}) == "6: 755.7 %"
+    assert _either({"transfers_either_ge_1s": 0, "transfer_median_abs_error_either_ge_1s": None}) == "0: -"
+    assert _either({}) == "-"
