@@ -46,7 +46,7 @@ from fedbw.config import config_from_dict  # noqa: E402
 from fedbw.netmodel import transfer_time_s  # noqa: E402
 from fedbw.errors import FedbwError  # noqa: E402
 from fedbw.runner import run_experiment  # noqa: E402
-from fedbw.engines.emulate.run import SUMMARY_FILE, read_summary  # noqa: E402
+from fedbw.engines.emulate.run import messages_by_key, read_summary  # noqa: E402
 
 SCALE_CONFIG: dict[str, Any] = {
     "name": "scale", "seed": 0, "model": {"name": "small-cnn"},
@@ -474,39 +474,27 @@ def emulation_row(n: int, sim: Any, emus: list[Any]) -> dict[str, Any]:
 
 def _emulated_transfers(vsim: dict[tuple[int, int, str], Any], emu: Any, trial: int) -> list[dict[str, Any]]:
     """One emulate run's transfers of ≥ 1 s (in it or in simulate), each beside simulate's same transfer."""
-    measured = _emulated_messages(Path(emu.run_dir))
+    measured = messages_by_key(Path(emu.run_dir))
     transfers = []
     for c in emu.clients:
         for s in c.stages:
             v = vsim.get((c.round, c.client_id, s.stage))
             if v is None:
                 continue
-            m = measured.get((c.round, c.client_id, s.stage), {})
+            m = measured.get((c.round, c.client_id, s.stage))
             for d in ("down", "up"):
                 e_s, m_s = getattr(s, f"t_{d}_s"), getattr(v, f"t_{d}_s")
                 if max(e_s, m_s) >= 1.0:
-                    before = m.get("down_before_pushed_s") if d == "down" else None
+                    before = m.down_before_pushed_s if m is not None and d == "down" else None
                     transfers.append({"trial": trial, "round": c.round, "client": c.client_id, "stage": s.stage,
                                       "dir": d, "simulate_s": m_s, "emulate_s": e_s,
                                       "error": e_s / m_s - 1 if m_s else None, "host_s": s.t_host_s,
-                                      "sender_idle_s": (m.get("bulk") or {}).get(f"{d}_sender_idle_s"),
+                                      "sender_idle_s": None if m is None else m.bulk.get(f"{d}_sender_idle_s"),
                                       # the SuperNode's poll fell inside the ServerApp's push: its download
                                       # holds Flower's pull backoff, a phase the expected model averages
                                       "down_before_pushed_s": before,
-                                      "met_push": None if before is None else before > MET_PUSH_S})
+                                      "met_push": None if m is None or d != "down" else m.met_push()})
     return transfers
-
-
-#: A download counts as meeting the ServerApp's push when its first byte came this long before the push ended.
-MET_PUSH_S = 0.05
-
-
-def _emulated_messages(run_dir: Path) -> dict[tuple[int, int, str], dict[str, Any]]:
-    """emulate.json's messages by (round, client, stage): what the records do not carry."""
-    if not (run_dir / SUMMARY_FILE).is_file():
-        return {}
-    data = read_summary(run_dir)
-    return {(int(m["round"]), int(m["client_id"]), str(m["stage"])): m for m in data.get("messages", [])}
 
 
 STUDY_FILE = ROOT / "experiments" / "privacy-overhead.toml"

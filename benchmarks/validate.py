@@ -268,6 +268,23 @@ def transfers_of(result: Any) -> list[dict[str, Any]]:
             for c in result.clients for s in c.stages]
 
 
+def add_message_details(transfers: list[dict[str, Any]], run_dir: Path) -> bool:
+    """Each transfer's payload time on the link (its bulk, without the requests around it) and whether its
+    download met the ServerApp's push, from the run's emulate.json: what tells a stretched transfer's cause
+    apart. False (and ``transfers`` as it was) when the run directory is gone."""
+    from fedbw.engines.emulate.run import messages_by_key
+
+    measured = messages_by_key(run_dir)
+    if not measured:
+        return False
+    for t in transfers:
+        m = measured.get((t["round"], t["client"], t["stage"]))
+        if m is not None:
+            t.update(down_payload_s=m.bulk.get("down_s"), up_payload_s=m.bulk.get("up_s"),
+                     down_met_push=m.met_push())
+    return True
+
+
 def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, Any]) -> None:
     from fedbw.engines.app_start import host_reference_s
 
@@ -286,8 +303,10 @@ def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, A
     except FedbwError as exc:
         entry.update(status="failed", error=str(exc).splitlines()[0], wall_s=time.perf_counter() - t0)
     else:
+        transfers = transfers_of(res)
+        add_message_details(transfers, Path(res.run_dir))
         entry.update(status="ok", run_dir=str(Path(res.run_dir).relative_to(ROOT)), wall_s=time.perf_counter() - t0,
-                     rounds=rounds_of(res), transfers=transfers_of(res))
+                     rounds=rounds_of(res), transfers=transfers)
     entry.update(finished_utc=now(), host_reference_after_s=host_reference_s())
     append(entry)
     print(f"  {rid} trial {trial}: {entry['status']} in {entry['wall_s']:.0f} s", flush=True)
@@ -395,9 +414,18 @@ def transfer_errors(trials: list[dict[str, Any]], modelled: list[dict[str, Any]]
     set holds the emulated runs that went long, and the error is inflated by construction (validation 4's
     first five rows: small-model downloads of 0.9–1.3 s against the model's 0.1–0.5 s). The model's time
     is known before the run, so it chooses without looking at the outcome. Both are reported."""
+    chosen, either, _ = _transfers(trials, modelled)
+    return [e for e, _ in chosen], [e for e, _ in either]
+
+
+def _transfers(trials: list[dict[str, Any]], modelled: list[dict[str, Any]]
+               ) -> tuple[list[tuple[float, dict[str, Any]]], list[tuple[float, dict[str, Any]]], list[dict[str, Any]]]:
+    """(error, transfer) of the transfers the model times at ≥ 1 s and of those either engine timed so, and
+    the stretched ones: ≥ 1 s in emulate, shorter in the model (what only the frozen rule lets in)."""
     vsim = {(t["round"], t["client"], t["stage"]): t for t in modelled}
-    chosen: list[float] = []
-    either: list[float] = []
+    chosen: list[tuple[float, dict[str, Any]]] = []
+    either: list[tuple[float, dict[str, Any]]] = []
+    stretched: list[dict[str, Any]] = []
     for t in trials:
         for x in t["transfers"]:
             m = vsim.get((x["round"], x["client"], x["stage"]))
@@ -405,11 +433,30 @@ def transfer_errors(trials: list[dict[str, Any]], modelled: list[dict[str, Any]]
                 if m[f"{d}_s"] <= 0:
                     continue
                 error = abs(x[f"{d}_s"] / m[f"{d}_s"] - 1)
+                one = {"dir": d, "emulate_s": x[f"{d}_s"], "model_s": m[f"{d}_s"],
+                       "payload_s": x.get(f"{d}_payload_s"), "met_push": x.get("down_met_push") if d == "down"
+                       else None, "known": f"{d}_payload_s" in x}
                 if m[f"{d}_s"] >= LONG_TRANSFER_S:
-                    chosen.append(error)
+                    chosen.append((error, one))
                 if max(x[f"{d}_s"], m[f"{d}_s"]) >= LONG_TRANSFER_S:
-                    either.append(error)
-    return chosen, either
+                    either.append((error, one))
+                    if m[f"{d}_s"] < LONG_TRANSFER_S:
+                        stretched.append(one)
+    return chosen, either, stretched
+
+
+def stretched_summary(stretched: list[dict[str, Any]]) -> dict[str, Any]:
+    """The transfers only the frozen rule counts (emulate ≥ 1 s, the model shorter): how many, their times in
+    emulate and in the model, how long their payload took on the link, and how many downloads met the
+    ServerApp's push (of those whose run directory was there to say)."""
+    known = [t for t in stretched if t["known"]]
+    payload = [t["payload_s"] for t in known if t["payload_s"] is not None]
+    return {"count": len(stretched), "downloads": sum(t["dir"] == "down" for t in stretched),
+            "emulate_median_s": statistics.median(t["emulate_s"] for t in stretched) if stretched else None,
+            "model_median_s": statistics.median(t["model_s"] for t in stretched) if stretched else None,
+            "with_details": len(known),
+            "payload_median_s": statistics.median(payload) if payload else None,
+            "met_push": sum(bool(t["met_push"]) for t in known)}
 
 
 def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) -> dict[str, Any]:
@@ -426,7 +473,8 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
     mean_e = statistics.mean(r["round_time_s"] for r in pooled)
     inside = None if low is None else low <= mean_e <= high
     singles = None if low is None else sum(low <= r["round_time_s"] <= high for r in pooled) / len(pooled)
-    transfers, either = transfer_errors(trials, model["simulate"]["transfers"])
+    chosen, either_rule, stretched = _transfers(trials, model["simulate"]["transfers"])
+    transfers, either = [e for e, _ in chosen], [e for e, _ in either_rule]
     host_bound = sum(bool(r["host_bound"]) for t in trials for r in t["rounds"])
     refs = [t[k] for t in trials for k in ("host_reference_before_s", "host_reference_after_s") if t.get(k)]
     return {
@@ -447,6 +495,7 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
         # the rule as validations 1 to 4 were frozen with: either engine's time ≥ 1 s (biased, see above)
         "transfers_either_ge_1s": len(either),
         "transfer_median_abs_error_either_ge_1s": statistics.median(either) if either else None,
+        "stretched_transfers": stretched_summary(stretched),
         "host_bound_rounds": host_bound, "rounds": sum(len(t["rounds"]) for t in trials),
         # where a round's time went, steady means: the gap between the engines is in one of these
         **{f"{engine}_{part}_s": statistics.mean(r[f"{part}_time_s"] for r in rounds)
@@ -471,6 +520,15 @@ def _rounds_from_run(run_dir: Path) -> dict[int, dict[str, Any]] | None:
         return None
     return {r.round: {"parts": dict(r.extra.get("framework_parts_s", {})),
                       "host_cpu_busy": None if r.host is None else r.host.cpu_busy} for r in rounds}
+
+
+def backfill_transfer_details(log: list[dict[str, Any]]) -> None:
+    """Trials logged before the log kept each transfer's payload time and push: read them from their run
+    directories while those exist here (then they are in the result; the log is left as written)."""
+    for e in log:
+        if e["kind"] == "trial" and e.get("status") == "ok" and e.get("run_dir") and not any(
+                "down_payload_s" in t for t in e["transfers"]):
+            add_message_details(e["transfers"], ROOT / e["run_dir"])
 
 
 def backfill_parts(log: list[dict[str, Any]]) -> None:
@@ -512,6 +570,7 @@ def summarize(log: list[dict[str, Any]]) -> dict[str, Any]:
     """Every freeze's rows, the verdict of the last, and the whole log (trials without their rounds'
     details, which the rows hold)."""
     backfill_parts(log)
+    backfill_transfer_details(log)
     freezes = [e for e in log if e["kind"] == "freeze"]
     validations = []
     for f in freezes:

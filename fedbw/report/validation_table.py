@@ -5,6 +5,7 @@ JSON (every validation it holds, the earlier ones too: none is replaced by a lat
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,29 @@ def _verdict(v: dict[str, Any], targets: dict[str, float], planned: int, rows: l
             + "." + _sign(rows) + _repeatability(rows, targets["round_median_abs_error"]) + "\n")
 
 
+def _stretched(rows: list[dict[str, Any]]) -> str:
+    """The transfers only the frozen rule counted (emulate ≥ 1 s, the model shorter), over the rows without a
+    host-bound round: how long they were in each engine and how long their payload took on the link, which
+    says whether the link or something around it stretched them."""
+    got = [r["stretched_transfers"] for r in rows if r.get("stretched_transfers") and r["host_bound_rounds"] == 0]
+    n = sum(g["count"] for g in got)
+    if not n:
+        return ""
+
+    def median_of(key: str) -> str:
+        vals = [g[key] for g in got if g[key] is not None]
+        return fmt_s(statistics.median(vals)) if vals else "-"
+
+    known = sum(g["with_details"] for g in got)
+    detail = ("" if not known else
+              f"; of the {known} whose run directory was there to say, the payload itself crossed the link in "
+              f"{median_of('payload_median_s')} (median of the rows' medians) and {sum(g['met_push'] for g in got)} "
+              "met the ServerApp's push")
+    return (f"Transfers only the frozen rule counts (emulate ≥ 1 s, the model shorter), rows without a host-bound "
+            f"round: {n} ({sum(g['downloads'] for g in got)} downloads), emulate {median_of('emulate_median_s')} "
+            f"against the model's {median_of('model_median_s')} (medians of the rows' medians){detail}.\n")
+
+
 def _sign(rows: list[dict[str, Any]]) -> str:
     """Which way the model misses: a model that errs both ways has noise to narrow, one that errs one way a
     cost it lacks or misprices."""
@@ -191,7 +215,8 @@ def validation_markdown(data: dict[str, Any]) -> str:
             out.append("\nFlower's framework time by part, steady-round means, emulate / simulate (the parts of the "
                        "critical client; docs/emulate.md defines them):\n")
             out.append(_part_detail(val["rows"]))
-        out.append("\n" + _verdict(val["verdict"], data["targets"], val["rows_planned"], val["rows"]))
+        out.append("\n" + _verdict(val["verdict"], data["targets"], val["rows_planned"], val["rows"])
+                   + _stretched(val["rows"]))
     notes = [e for e in data["run_log"] if e.get("kind") == "note"]  # what happened beside a run, said in the log
     log = [e for e in data["run_log"] if e.get("kind") != "note"]
     failed = [e for e in log if e.get("status") != "ok"]

@@ -63,6 +63,14 @@ class MeasuredMessage:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def met_push(self) -> bool | None:
+        """Whether the download began inside the ServerApp's push (the SuperNode's poll fell in it, so the
+        download holds Flower's pull backoff); None when the run did not log the push's end."""
+        return None if self.down_before_pushed_s is None else self.down_before_pushed_s > MET_PUSH_S
+
+
+#: A download counts as meeting the ServerApp's push when its first byte came this long before the push ended.
+MET_PUSH_S = 0.05
 
 _ADAPTER = TypeAdapter(MeasuredMessage)
 

@@ -163,6 +163,32 @@ def test_transfers_are_chosen_by_the_models_time_not_by_the_measured_one() -> No
     assert sorted(either) == pytest.approx([0.01, 0.02, 2.0])  # the frozen rule lets the stalled one in
 
 
+def test_a_row_says_what_stretched_the_transfers_only_the_frozen_rule_counts(tmp_path: Path) -> None:
+    from fedbw.engines.emulate.run import SUMMARY_FILE
+    from fedbw.files.atomic import write_json_atomic
+    from fedbw.files.versioned import EMULATE
+    from fedbw.results.messages import MeasuredMessage
+
+    msg = MeasuredMessage(round=2, client_id=0, stage="fit", bytes_down=5e5, bytes_up=5e5, flower_bytes_down=5e5,
+                          flower_bytes_up=5e5, t_down_s=1.3, t_up_s=0.6, t_compute_s=0.1, t_framework_s=6.0,
+                          total_s=8.0, parts={}, bulk={"down_s": 0.16, "up_s": 0.42}, down_before_pushed_s=0.0)
+    write_json_atomic(tmp_path / SUMMARY_FILE, {**EMULATE.stamp(), "messages": [msg.to_json()]})
+    stretched = [{"round": 2, "client": 0, "stage": "fit", "down_s": 1.3, "up_s": 0.6}]
+    assert V.add_message_details(stretched, tmp_path)
+    assert not V.add_message_details([], tmp_path / "gone")  # the run directory is gone: nothing to add
+    usual = [{"round": 2, "client": 0, "stage": "fit", "down_s": 0.5, "up_s": 0.6}]  # no details: not known
+    model = {"simulate": {"rounds": _rounds([9.0, 9.0], (8.0, 10.0)),
+                          "transfers": [{"round": 2, "client": 0, "stage": "fit", "down_s": 0.5, "up_s": 0.55}]},
+             "estimate": {"rounds": _rounds([9.0, 9.0], (8.0, 10.0))}}
+    row = V.row_result("r", [{"dilation": 7.0, "rounds": _rounds([9.0, 9.1]), "transfers": stretched},
+                             {"dilation": 7.0, "rounds": _rounds([9.0, 9.2]), "transfers": usual}], model)
+    assert row["transfers_ge_1s"] == 0 and row["transfer_median_abs_error"] is None  # the model times none ≥ 1 s
+    assert row["transfers_either_ge_1s"] == 1 and row["transfer_median_abs_error_either_ge_1s"] == pytest.approx(1.6)
+    s = row["stretched_transfers"]
+    assert (s["count"], s["downloads"], s["with_details"], s["met_push"]) == (1, 1, 1, 0)
+    assert s["payload_median_s"] == pytest.approx(0.16) and s["model_median_s"] == pytest.approx(0.5)
+
+
 def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
     state = {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",

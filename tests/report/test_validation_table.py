@@ -47,3 +47,17 @@ def test_a_row_shows_the_frozen_transfer_rule_beside_the_models() -> None:
     assert _either({"transfers_either_ge_1s": 6, "transfer_median_abs_error_either_ge_1s": 7.557}) == "6: 755.7 %"
     assert _either({"transfers_either_ge_1s": 0, "transfer_median_abs_error_either_ge_1s": None}) == "0: -"
     assert _either({}) == "-"
+
+
+def test_the_stretched_transfers_line_counts_clean_rows_only_and_says_what_it_could_read() -> None:
+    from fedbw.report.validation_table import _stretched
+
+    def row(count: int, known: int, host_bound: int = 0) -> dict:
+        return {"host_bound_rounds": host_bound, "stretched_transfers": {
+            "count": count, "downloads": count, "emulate_median_s": 1.2, "model_median_s": 0.4,
+            "with_details": known, "payload_median_s": 0.1 if known else None, "met_push": 0}}
+
+    assert _stretched([row(0, 0)]) == ""
+    line = _stretched([row(4, 0), row(6, 6), row(9, 9, host_bound=2)])  # the host-bound row is left out
+    assert "round: 10 (10 downloads)" in line and "of the 6 whose run directory" in line
+    assert "whose run directory" not in _stretched([row(4, 0)])  # no run directory left: no payload claim

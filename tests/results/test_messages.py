@@ -38,3 +38,10 @@ def test_a_bad_message_is_named_by_file_line_and_field(tmp_path: Path) -> None:
         message_from_json({**_message().to_json(), "unknown_field": 1}, "x")
     with pytest.raises(ConfigError, match="no measured-messages file"):
         read_messages(tmp_path / "missing.jsonl")
+
+
+def test_a_download_met_the_push_only_when_it_began_well_inside_it() -> None:
+    assert _message(down_before_pushed_s=0.32).met_push() is True
+    assert _message(down_before_pushed_s=0.0).met_push() is False  # began after the push ended
+    assert _message(down_before_pushed_s=0.04).met_push() is False  # within the 50 ms a stamp can be off
+    assert _message().met_push() is None  # the run did not log the push's end

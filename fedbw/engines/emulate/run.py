@@ -120,6 +120,15 @@ def read_messages_of_run(run_dir: Path) -> list[MeasuredMessage]:
     return [message_from_json(m, f"{path}: messages[{i}]") for i, m in enumerate(read_summary(run_dir)["messages"])]
 
 
+def messages_by_key(run_dir: Path) -> dict[tuple[int, int, str], MeasuredMessage]:
+    """A finished run's measured messages by (round, client, stage): what its records do not carry (the
+    payload's own transfer, whether a download met the ServerApp's push); empty when the run directory has
+    no emulate.json (gone, or the run did not finish)."""
+    if not (Path(run_dir) / SUMMARY_FILE).is_file():
+        return {}
+    return {(m.round, m.client_id, m.stage): m for m in read_messages_of_run(run_dir)}
+
+
 def read_summary(run_dir: Path) -> dict[str, Any]:
     """A run directory's emulate.json, its schema checked: ConfigError naming the file when it is missing,
     damaged, or of another fedbw's layout (calibration and benchmarks read its messages)."""
