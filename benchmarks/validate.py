@@ -634,6 +634,12 @@ def _either_rule(rows: list[dict[str, Any]]) -> dict[str, int]:
 STABILITY = ROOT / "benchmarks" / "results" / "validation-stability.json"
 
 
+def stability_file(against: Path | None) -> Path:
+    """Where a stability check goes: the shipped calibration's in ``STABILITY``, one against another file in
+    its own (named after that file), so that a check at one dilation does not replace the one at another."""
+    return STABILITY if against is None else STABILITY.with_name(f"validation-stability-{against.stem}.json")
+
+
 def stability(other: Path, base: Path | None = None) -> dict[str, Any]:
     """Issue 31.6: the grid's steady rounds as estimate predicts them with ``base`` (None: the shipped
     calibration; validation 4's is a file measured at its dilation) and with ``other`` (another calibration
@@ -679,7 +685,8 @@ def main() -> None:
                     help="start no trial after this many minutes (the grid resumes where it stopped)")
     ap.add_argument("--stability", type=Path, default=None, metavar="CALIBRATION",
                     help="issue 31.6: the grid's rounds under the shipped calibration and this one, side by side "
-                         "(estimate; writes benchmarks/results/validation-stability.json)")
+                         "(estimate; writes benchmarks/results/validation-stability.json, or with --against "
+                         "validation-stability-<its name>.json)")
     ap.add_argument("--against", type=Path, default=None, metavar="CALIBRATION",
                     help="with --stability: set it against this calibration instead of the shipped one (validation "
                          "4's, measured at its dilation)")
@@ -700,8 +707,9 @@ def main() -> None:
             if path is not None and not path.is_file():
                 sys.exit(f"validate: {path}: no such calibration file")
         data = stability(args.stability, args.against)
-        STABILITY.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        print(f"largest difference {100 * data['max_abs_diff']:.1f} %; wrote {STABILITY.relative_to(ROOT)}")
+        out = stability_file(args.against)
+        out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(f"largest difference {100 * data['max_abs_diff']:.1f} %; wrote {out.relative_to(ROOT)}")
         return
     for var in ("FLWR_TELEMETRY_ENABLED", "RAY_USAGE_STATS_ENABLED"):
         import os

@@ -260,6 +260,12 @@ def stability_markdown(data: dict[str, Any]) -> str:
               f"{data['machine']}.\n")
 
 
+#: The same check for two calibrations at validation 4's dilation (``--against`` writes its own file).
+result_table("fidelity.stability-dilation7", "validation-stability-calibration-dilation7.json",
+             f"{VALIDATE_CMD} --stability SECOND --against benchmarks/results/calibration-dilation7.toml",
+             model=True)(stability_markdown)
+
+
 @result_table("fidelity.model-change", "model-change.json",
               ".venv/bin/python benchmarks/model_change.py --frozen-root <a checkout of the freeze's commit>")
 def model_change_markdown(data: dict[str, Any]) -> str:

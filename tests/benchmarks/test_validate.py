@@ -318,6 +318,16 @@ def test_stability_sets_another_calibration_against_the_shipped_one_or_against_a
             V.main()
 
 
+def test_a_stability_check_against_a_file_does_not_replace_the_one_against_the_shipped_calibration() -> None:
+    assert V.stability_file(None) == V.STABILITY
+    other = V.stability_file(Path("benchmarks/results/calibration-dilation7.toml"))
+    assert other != V.STABILITY and other.name == "validation-stability-calibration-dilation7.json"
+    from fedbw.report.doc_blocks import TABLES
+    import fedbw.report.validation_table  # noqa: F401  (registers the tables)
+
+    assert "fidelity.stability-dilation7" in TABLES  # docs/fidelity.md renders that file in its own block
+
+
 def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Path, monkeypatch) -> None:
     """Validations are never dropped from the docs when the model moves on: each names its model and
     whether it is this fedbw's."""
