@@ -726,8 +726,13 @@ def main() -> None:
         freeze = current_freeze(read_log(), args.new, calibration)
         print(f"validation {freeze['id']}: model {freeze['model_version']}, calibration {freeze['calibration']}, "
               f"commit {freeze['commit'][:10]}", flush=True)
-        run_grid(freeze, set(args.only.split(",")) if args.only else None,
-                 None if args.stop_after is None else 60 * args.stop_after)
+        try:
+            run_grid(freeze, set(args.only.split(",")) if args.only else None,
+                     None if args.stop_after is None else 60 * args.stop_after)
+        except KeyboardInterrupt:  # the trial in flight is logged as interrupted; what finished stays
+            RESULT.write_text(json.dumps(summarize(read_log()), indent=1) + "\n", encoding="utf-8")
+            sys.exit(f"validate: stopped by hand; the log keeps every run that ended (the trial in flight as "
+                     f"interrupted) and {RESULT.relative_to(ROOT)} is written; run again to resume")
     RESULT.write_text(json.dumps(summarize(read_log()), indent=1) + "\n", encoding="utf-8")
     print(f"wrote {RESULT.relative_to(ROOT)}")
 

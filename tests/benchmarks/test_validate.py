@@ -392,3 +392,24 @@ def test_the_verdict_says_which_way_the_model_misses() -> None:
     assert _sign(rows) == (" Emulate's mean round is longer than the model's in 2 of 3 rows (mean errors -2.0 % to "
                            "+30.0 %).")
     assert _sign([{"mean_error": None}]) == ""
+
+
+def test_stopping_a_grid_by_hand_writes_the_result_and_says_how_to_resume(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C in a trial: emulate_trial logs it as interrupted and re-raises; main ends with a sentence and the
+    result of what finished, not a traceback."""
+    freeze = {"id": 4, "model_version": "m-a", "calibration": "c-a", "commit": "0" * 40}
+    monkeypatch.setattr(V, "current_freeze", lambda log, new, calibration=None: freeze)
+    monkeypatch.setattr(V, "read_log", lambda: [])
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(V, "run_grid", interrupted)
+    monkeypatch.setattr(V, "summarize", lambda log: {"validations": []})
+    monkeypatch.setattr(V, "RESULT", V.ROOT / "benchmarks" / "results" / "validation.json")  # for relative_to
+    written: list[str] = []
+    monkeypatch.setattr(Path, "write_text", lambda self, text, encoding=None: written.append(str(self)))
+    monkeypatch.setattr("sys.argv", ["validate.py"])
+    with pytest.raises(SystemExit, match="stopped by hand.*run again to resume"):
+        V.main()
+    assert written == [str(V.RESULT)]
