@@ -25,10 +25,11 @@ real one does not (docs/fidelity.md, "What the caps give").
 
 Per row: the steady rounds (round ≥ 2) of both trials pooled against the model's rounds, each round
 against the model's same round: the median |error|; whether the pooled mean falls inside the model's
-central 80 % interval (and the share of single emulated rounds inside it); transfers the model times at
-≥ 1 s against simulate's same transfer, their median |error| (and, as the validations were frozen with,
-transfers either engine timed at ≥ 1 s: ``transfer_errors`` says why that rule is biased); host-bound rounds. ``benchmarks/results/validation.json``
-holds the rows, the verdict against issue 31's targets and the whole run log.
+central 80 % interval (and the share of single emulated rounds inside it); emulate's transfers that the
+model times at ≥ 1 s against simulate's same transfer, their median |error| (and, by the rule the
+validations were frozen with, the transfers either engine timed at ≥ 1 s: ``transfer_errors`` says why
+that rule is biased); host-bound rounds. ``benchmarks/results/validation.json`` holds the rows, the
+verdict against issue 31's targets and the whole run log.
 
 While a freeze's grid is unfinished, no change to the model or to the frozen calibration may land: a test
 (``tests/benchmarks/test_validate.py``) fails on one. ``--abandon WHY`` closes an unfinished validation on
