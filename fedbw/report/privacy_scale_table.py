@@ -94,12 +94,24 @@ def _now(rows: list[dict[str, Any]], tol: float, per_cell: bool = False) -> str:
             f"to {_pct(max(errors))} (median {_pct(statistics.median(errors))}).\n")
 
 
+def _without_fedavg(data: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """What the measured column holds: since 2026-12-06 the stage less FedAvg's ``aggregate_fit`` (the model
+    charges the replies' aggregation by its own term, not in its unmask stage); before, the whole stage."""
+    if data.get("server_measures") != "secagg_work":
+        return " (the whole stage, FedAvg's aggregate_fit included, which the model's unmask stage leaves out)"
+    fedavg = [r["stage_s"] - r["measured_s"] for r in rows if r.get("stage_s") is not None]
+    said = f": {fmt_s(min(fedavg))} to {fmt_s(max(fedavg))} a round here" if fedavg else ""
+    return (f" less FedAvg's aggregate_fit at its end (which the model charges by its aggregation term, not in "
+            f"its unmask stage{said})")
+
+
 def _earlier(runs: list[dict[str, Any]], rows: list[dict[str, Any]], stamp: Any, tol: float,
              estimator: str | None = None) -> str:
     """Each earlier run of the same rows: how far the measured unmask moved since (with the model and its
     constants unchanged, the host's drift and the rounds' own scatter), and, where that run had this model
     and calibration (``stamp``), how many of its rows were within ``tol``."""
-    now = {(r["clients"], r["shares"], r["dropped"]): r["measured_s"] for r in rows}
+    # the whole stage, FedAvg included, as every earlier run measured it (``stage_s`` since 2026-12-06 16:00 UTC)
+    now = {(r["clients"], r["shares"], r["dropped"]): r.get("stage_s", r["measured_s"]) for r in rows}
     model = {(r["clients"], r["shares"], r["dropped"]): r["model_s"] for r in rows}
     out = []
     for run in runs:
@@ -215,8 +227,9 @@ def secagg_scale_markdown(data: dict[str, Any]) -> str:
     within = sum(abs(r["error"]) <= tol_s for r in measured)
     out.append(md_table(["clients", "shares", "dropped", "unmask measured", "unmask model", "error",
                          "dropped clients' cost: measured / model"], rows, right=set(range(7)))
-               + f"\nThe server's unmask stage, {data['vector_len']:,} values, real rounds on Flower's SecAgg+ "
-                 f"workflow in-process ({_estimator(data)}): {within} of {len(measured)} within {100 * tol_s:g} %"
+               + f"\nThe server's unmask stage{_without_fedavg(data, measured)}, {data['vector_len']:,} values, real "
+                 f"rounds on Flower's SecAgg+ workflow in-process ({_estimator(data)}): {within} of {len(measured)} "
+                 f"within {100 * tol_s:g} %"
                  f"{f' ({len(rows) - len(measured)} halted)' if len(rows) > len(measured) else ''}. "
                  f"Measured {data.get('server_date', data['date'])} on {data['machine']}.\n"
                + _now(measured, tol_s, data.get("primitives_timed") == "per cell")

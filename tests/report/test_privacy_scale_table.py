@@ -115,3 +115,22 @@ def test_the_unmask_stage_part_by_part_counts_flowers_calls_and_sets_each_part_a
     assert "| `aggregate_fit` | - | - | - | 10 % |" in text and "| `bookkeeping` | - | - | - | 30 % |" in text
     assert "over the 2 cells" in text
     assert unmask_parts_markdown([{"measured_s": 1.0}]) == ""
+
+
+def test_the_unmask_check_sets_secaggs_work_against_the_model_and_earlier_runs_whole_stage_against_theirs() -> None:
+    """The model's unmask stage is SecAgg+'s work; Flower's stage ends with FedAvg, which the model charges by
+    its aggregation term. Since 2026-12-06 the check takes FedAvg out of the measured side, and compares a run
+    with earlier runs on the whole stage, which is what they measured."""
+    from fedbw.report.privacy_scale_table import secagg_scale_markdown
+
+    rows = [{"clients": 5, "shares": 3, "dropped": 0, "measured_s": 0.016, "stage_s": 0.0176, "model_s": 0.015,
+             "error": 0.015 / 0.016 - 1}]
+    data = {"targets": {"bytes": 0.01, "server": 0.10}, "vector_len": 100_000, "repeats": 2, "date": "d",
+            "machine": "m", "made_by": model_stamp(load_costs(None)), "server": rows, "server_measures": "secagg_work",
+            "earlier_server": [{"date": "then", "rows": [{"clients": 5, "shares": 3, "dropped": 0, "measured_s": 0.016}]}]}
+    text = secagg_scale_markdown(data)
+    assert "unmask stage less FedAvg's aggregate_fit at its end" in text and "1.60 ms to 1.60 ms a round" in text
+    assert "1 of 1 within 10 %" in text  # -6.25 %: FedAvg is not the model's unmasking
+    assert "+10.00 % to +10.00 % against the run of then" in text  # the whole stage, 17.6 against 16.0 ms
+    older = secagg_scale_markdown({**data, "server_measures": None})
+    assert "(the whole stage, FedAvg's aggregate_fit included" in older
