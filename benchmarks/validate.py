@@ -666,10 +666,12 @@ def stability(other: Path, base: Path | None = None) -> dict[str, Any]:
     return {"date": now(), "machine": machine(),
             "shipped": {"fingerprint": base_cal.fingerprint, "created_utc": base_cal.provenance.get("created_utc"),
                         "file": None if base is None else str(base),
-                        "measured_by": base_cal.provenance.get("measured_by"),
+                        "measured_by": base_cal.provenance.get("measured_by") or base_cal.provenance.get("command"),
                         "dilation": base_cal.provenance.get("dilation")},
             "other": {"file": str(other), "fingerprint": alt.fingerprint,
-                      "created_utc": alt.provenance.get("created_utc"), "measured_by": alt.provenance.get("measured_by"),
+                      "created_utc": alt.provenance.get("created_utc"),
+                      # a file measured directly names its command; one fitted again, the measuring one
+                      "measured_by": alt.provenance.get("measured_by") or alt.provenance.get("command"),
                       "dilation": alt.provenance.get("dilation")},
             "rows": rows, "max_abs_diff": max(abs(r["diff"]) for r in rows),
             "made_by": {"model_version": frozen_now()["model_version"], "calibration": base_cal.fingerprint}}
