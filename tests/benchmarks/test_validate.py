@@ -158,9 +158,10 @@ def test_transfers_are_chosen_by_the_models_time_not_by_the_measured_one() -> No
     trials = [{"transfers": [{"round": 2, "client": 0, "stage": "fit", "down_s": 1.5, "up_s": 2.02}]},
               {"transfers": [{"round": 2, "client": 0, "stage": "fit", "down_s": 0.5, "up_s": 1.96}]}]
     modelled = [{"round": 2, "client": 0, "stage": "fit", "down_s": 0.5, "up_s": 2.0}]
-    chosen, either = V.transfer_errors(trials, modelled)
+    chosen, either, stretched = V.transfer_errors(trials, modelled)
     assert sorted(chosen) == pytest.approx([0.01, 0.02])  # the two uploads, whatever the downloads did
     assert sorted(either) == pytest.approx([0.01, 0.02, 2.0])  # the frozen rule lets the stalled one in
+    assert [(t["dir"], t["emulate_s"], t["known"]) for t in stretched] == [("down", 1.5, False)]
 
 
 def test_a_row_says_what_stretched_the_transfers_only_the_frozen_rule_counts(tmp_path: Path) -> None:
