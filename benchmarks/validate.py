@@ -47,6 +47,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -286,6 +287,17 @@ def add_message_details(transfers: list[dict[str, Any]], run_dir: Path) -> bool:
     return True
 
 
+def lost_replies(run_dir: Path) -> list[str]:
+    """The messages of a finished emulate run that Flower answered with an error instead of a reply ("round
+    r, client c, stage: why"). No validation row plans a dropout, so each one is a client the trial lost:
+    on 2026-12-06 every SecAgg+ upload of ResNet-18 on home-30 at K = 7 was lost this way (Flower's
+    object-push session, 180 s on the SuperLink's clock, was not dilated), yet the trial passed as ok."""
+    from fedbw.engines.emulate.run import messages_by_key
+
+    return [f"round {m.round}, client {m.client_id}, {m.stage}: {m.error.splitlines()[0]}"
+            for m in messages_by_key(run_dir).values() if m.error]
+
+
 def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, Any]) -> None:
     from fedbw.engines.app_start import host_reference_s
 
@@ -306,8 +318,13 @@ def emulate_trial(freeze: dict[str, Any], rid: str, trial: int, cfg: dict[str, A
     else:
         transfers = transfers_of(res)
         add_message_details(transfers, Path(res.run_dir))
-        entry.update(status="ok", run_dir=str(Path(res.run_dir).relative_to(ROOT)), wall_s=time.perf_counter() - t0,
-                     rounds=rounds_of(res), transfers=transfers)
+        lost = lost_replies(Path(res.run_dir))
+        # a reply Flower lost (its client counted as dropped) means the trial did not measure the row's config:
+        # failed, with its rounds kept for the record, and a resume runs it again
+        entry.update(status="failed" if lost else "ok", run_dir=str(Path(res.run_dir).relative_to(ROOT)),
+                     wall_s=time.perf_counter() - t0, rounds=rounds_of(res), transfers=transfers)
+        if lost:
+            entry.update(error=f"{len(lost)} replies lost; first: {lost[0]}", lost_replies=lost)
     entry.update(finished_utc=now(), host_reference_after_s=host_reference_s())
     append(entry)
     print(f"  {rid} trial {trial}: {entry['status']} in {entry['wall_s']:.0f} s", flush=True)
@@ -353,9 +370,37 @@ def run_grid(freeze: dict[str, Any], only: set[str] | None, stop_after_s: float 
 
 
 def ok_runs(log: list[dict[str, Any]], freeze_id: int, rid: str, kind: str) -> list[dict[str, Any]]:
-    """A row's runs of ``kind`` ("trial" or "model") under freeze ``freeze_id`` that ended ok, in log order."""
+    """A row's runs of ``kind`` ("trial" or "model") under freeze ``freeze_id`` that ended ok, in log order,
+    less the trials a later entry found invalid (:func:`invalidate`)."""
+    invalid = {e["run_dir"] for e in log if e["kind"] == "invalid"}
     return [e for e in log if e["kind"] == kind and e["freeze"] == freeze_id and e["row"] == rid
-            and e["status"] == "ok"]
+            and e["status"] == "ok" and e.get("run_dir") not in invalid]
+
+
+def invalidate(log: list[dict[str, Any]], rid: str, trial: int, why: str) -> dict[str, Any]:
+    """Mark a trial logged ok as invalid, on evidence only: its run directory must show replies Flower lost
+    (:func:`lost_replies`; trials logged before that check existed passed without it). The trial stays in
+    the log and the tables' run log, the entry names what was lost, and a resume runs the trial again (a
+    finished grid is open again until it has). A trial whose rounds merely look wrong cannot be
+    invalidated: that is what a validation is for."""
+    freezes = [e for e in log if e["kind"] == "freeze"]
+    freeze = freezes[-1] if freezes else None
+    if freeze is None or any(e["kind"] == "note" and e.get("abandoned") and e.get("freeze") == freeze["id"]
+                             for e in log):
+        sys.exit("validate: the last validation was abandoned (or none exists): nothing to invalidate")
+    mine = [e for e in ok_runs(log, freeze["id"], rid, "trial") if e["trial"] == trial]
+    if not mine:
+        sys.exit(f"validate: validation {freeze['id']} has no valid ok trial {trial} of row {rid!r}")
+    if not why.strip():
+        sys.exit("validate: --invalid needs the reason, in words (it goes into the log and docs/fidelity.md)")
+    lost = lost_replies(ROOT / mine[0]["run_dir"])
+    if not lost:
+        sys.exit(f"validate: {mine[0]['run_dir']}: no lost reply in its run directory (or the directory is gone); "
+                 "only a trial that lost replies can be invalidated")
+    entry = {"kind": "invalid", "freeze": freeze["id"], "row": rid, "trial": trial, "utc": now(),
+             "run_dir": mine[0]["run_dir"], "lost_replies": lost, "text": why.strip()}
+    append(entry)
+    return entry
 
 
 def row_done(log: list[dict[str, Any]], freeze: dict[str, Any], rid: str) -> bool:
@@ -647,15 +692,20 @@ def stability(other: Path, base: Path | None = None) -> dict[str, Any]:
 
     base_cal = default_calibration() if base is None else read_calibration(base)
     alt = read_calibration(other)
-    rows = []
-    for g in GRID:
-        cfg = row_config(*g)
-        means = []
-        for cal in (None if base is None else str(base), str(other)):
-            c = config_from_dict({**cfg, "engine": "estimate", "deployment": {"calibration": cal}})
-            res = run_estimate(build_plan(c), "stability")
-            means.append(statistics.mean(r.round_time_s for r in res.rounds if r.round >= 2))
-        rows.append({"row": row_id(*g), "shipped_s": means[0], "other_s": means[1], "diff": means[1] / means[0] - 1})
+    with tempfile.TemporaryDirectory(prefix="fedbw-stability-") as tmp:
+        rescaled = _at_base_host_speed(alt, base_cal, Path(tmp))
+        rows = []
+        for g in GRID:
+            cfg = row_config(*g)
+            means = []
+            for cal in [None if base is None else str(base), str(other)] + ([rescaled[0]] if rescaled else []):
+                c = config_from_dict({**cfg, "engine": "estimate", "deployment": {"calibration": cal}})
+                res = run_estimate(build_plan(c), "stability")
+                means.append(statistics.mean(r.round_time_s for r in res.rounds if r.round >= 2))
+            row = {"row": row_id(*g), "shipped_s": means[0], "other_s": means[1], "diff": means[1] / means[0] - 1}
+            if len(means) == 3:
+                row.update(other_at_base_speed_s=means[2], diff_at_base_speed=means[2] / means[0] - 1)
+            rows.append(row)
     return {"date": now(), "machine": machine(),
             "shipped": {"fingerprint": base_cal.fingerprint, "created_utc": base_cal.provenance.get("created_utc"),
                         "file": None if base is None else str(base),
@@ -667,7 +717,25 @@ def stability(other: Path, base: Path | None = None) -> dict[str, Any]:
                       "measured_by": alt.provenance.get("measured_by") or alt.provenance.get("command"),
                       "dilation": alt.provenance.get("dilation")},
             "rows": rows, "max_abs_diff": max(abs(r["diff"]) for r in rows),
+            # a diagnosis, not the check: the other file's CPU constants at the base's host speed
+            "rescaled": None if rescaled is None else rescaled[1],
             "made_by": {"model_version": frozen_now()["model_version"], "calibration": base_cal.fingerprint}}
+
+
+def _at_base_host_speed(alt: Any, base: Any, tmp: Path) -> tuple[str, dict[str, float]] | None:
+    """``alt`` rescaled (:func:`~fedbw.calibration.file.at_host_speed`) to the host speed ``base`` was measured
+    at, written under ``tmp``, and the two references; None when either file has no reference. It asks
+    whether the two hours differ by the host's speed alone (the reference, Flower's import in a fresh
+    process, moving every CPU constant in proportion) or by more; the check itself stays unrescaled, since a
+    prediction does not know the hour's reference."""
+    from fedbw.calibration.file import HOST_REFERENCE, at_host_speed, write_calibration
+
+    own, target = alt.provenance.get(HOST_REFERENCE), base.provenance.get(HOST_REFERENCE)
+    if not isinstance(own, (int, float)) or not isinstance(target, (int, float)) or own <= 0 or target <= 0:
+        return None
+    path = write_calibration(tmp / "other-at-base-speed.toml", at_host_speed(alt, float(target)))
+    return str(path), {"base_reference_s": float(target), "other_reference_s": float(own),
+                       "factor": float(target) / float(own)}
 
 
 def main() -> None:
@@ -686,6 +754,9 @@ def main() -> None:
     ap.add_argument("--against", type=Path, default=None, metavar="CALIBRATION",
                     help="with --stability: set it against this calibration instead of the shipped one (validation "
                          "4's, measured at its dilation)")
+    ap.add_argument("--invalid", nargs=3, default=None, metavar=("ROW", "TRIAL", "WHY"),
+                    help="mark a trial logged ok as invalid because Flower lost replies in it (its run directory "
+                         "must show them); it stays in the log, and a resume runs it again")
     ap.add_argument("--abandon", default=None, metavar="WHY",
                     help="close the open validation unfinished, with the reason (kept in the log and the docs); "
                          "until then no change to the model may land (a test holds it)")
@@ -693,6 +764,15 @@ def main() -> None:
     if args.abandon is not None:
         entry = abandon(read_log(), args.abandon)
         print(f"validation {entry['freeze']}: {entry['text']}")
+        RESULT.write_text(json.dumps(summarize(read_log()), indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {RESULT.relative_to(ROOT)}")
+        return
+    if args.invalid is not None:
+        rid, trial, why = args.invalid
+        if not trial.isdigit():
+            sys.exit(f"validate: --invalid ROW TRIAL WHY: TRIAL is a trial's number (0, 1), not {trial!r}")
+        entry = invalidate(read_log(), rid, int(trial), why)
+        print(f"validation {entry['freeze']}: {rid} trial {trial} invalid ({len(entry['lost_replies'])} replies lost)")
         RESULT.write_text(json.dumps(summarize(read_log()), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {RESULT.relative_to(ROOT)}")
         return

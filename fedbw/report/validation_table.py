@@ -218,7 +218,8 @@ def validation_markdown(data: dict[str, Any]) -> str:
         out.append("\n" + _verdict(val["verdict"], data["targets"], val["rows_planned"], val["rows"])
                    + _stretched(val["rows"]))
     notes = [e for e in data["run_log"] if e.get("kind") == "note"]  # what happened beside a run, said in the log
-    log = [e for e in data["run_log"] if e.get("kind") != "note"]
+    invalid = [e for e in data["run_log"] if e.get("kind") == "invalid"]  # a trial logged ok that lost replies
+    log = [e for e in data["run_log"] if e.get("kind") not in ("note", "invalid")]
     failed = [e for e in log if e.get("status") != "ok"]
     by_error: dict[str, list[str]] = {}
     for e in failed:
@@ -226,7 +227,13 @@ def validation_markdown(data: dict[str, Any]) -> str:
     out.append(f"\nRun log (`benchmarks/results/validation-runs.jsonl`): {len(log)} runs, {len(failed)} failed"
                + ("".join(f"; {len(runs)} × {err} ({', '.join(sorted(set(runs)))})" for err, runs in by_error.items())
                   if failed else "")
+               + (f"; {len(invalid)} logged ok and found invalid later" if invalid else "")
                + f". Written {data['date']}.\n")
+    for e in invalid:
+        lost = e.get("lost_replies") or []
+        out.append(f"- Found invalid, validation {e.get('freeze', '?')}, {e['row']} trial {e['trial']} ({e.get('utc', '?')}, "
+                   f"`{e['run_dir']}`): {len(lost)} replies lost" + (f" (first: {lost[0]})" if lost else "")
+                   + f". {e.get('text', '')}\n")
     for n in notes:
         out.append(f"- Note on validation {n.get('freeze', '?')}" + (f", {n['row']}" if n.get("row") else "")
                    + (f" trial {n['trial']}" if n.get("trial") is not None else "") + f" ({n.get('utc', '?')}): "
@@ -244,7 +251,10 @@ def _k(dilation: Any) -> str:
 def stability_markdown(data: dict[str, Any]) -> str:
     """Issue 31.6: the grid's steady rounds under two calibrations of this machine, side by side."""
     a, b = data["shipped"], data["other"]
-    rows = [[r["row"], fmt_s(r["shipped_s"]), fmt_s(r["other_s"]), fmt_signed_pct(r["diff"])] for r in data["rows"]]
+    rescaled = data.get("rescaled")  # files written before the rescaled diagnosis have none
+    rows = [[r["row"], fmt_s(r["shipped_s"]), fmt_s(r["other_s"]), fmt_signed_pct(r["diff"])]
+            + ([fmt_s(r["other_at_base_speed_s"]), fmt_signed_pct(r["diff_at_base_speed"])] if rescaled else [])
+            for r in data["rows"]]
     within = sum(abs(r["diff"]) <= 0.03 for r in data["rows"])
     k_a, k_b = a.get("dilation"), b.get("dilation")
     apart = ("" if k_a == k_b else
@@ -254,10 +264,22 @@ def stability_markdown(data: dict[str, Any]) -> str:
     return (f"{base} {a['fingerprint']} (fitted {a['created_utc']}, dilation {_k(k_a)}) against "
             f"{b['fingerprint']} (`{b['file']}`, fitted {b['created_utc']}, dilation {_k(k_b)}; measured by "
             f"`{b['measured_by']}`); estimate's steady rounds of the validation grid.{apart}\n\n"
-            + md_table(["row", "shipped" if not a.get("file") else "base", "other", "difference"], rows)
+            + md_table(["row", "shipped" if not a.get("file") else "base", "other", "difference"]
+                       + (["other at base's host speed", "difference"] if rescaled else []), rows)
             + f"\n{within} of {len(rows)} rows within 3 %; largest difference "
-              f"{fmt_signed_pct(max((r['diff'] for r in data['rows']), key=abs))}. Written {data['date']} on "
-              f"{data['machine']}.\n")
+              f"{fmt_signed_pct(max((r['diff'] for r in data['rows']), key=abs))}."
+            + (_rescaled_line(data["rows"], rescaled) if rescaled else "")
+            + f" Written {data['date']} on {data['machine']}.\n")
+
+
+def _rescaled_line(rows: list[dict[str, Any]], rescaled: dict[str, float]) -> str:
+    """The diagnosis beside the check: the other file with every CPU constant × the base's host reference ÷
+    its own (``at_host_speed``), which a prediction made without the hour's reference cannot do."""
+    diffs = [r["diff_at_base_speed"] for r in rows]
+    return (f" A diagnosis, not the check: rescaled to the base's host speed (reference "
+            f"{rescaled['base_reference_s']:.2f} s against {rescaled['other_reference_s']:.2f} s, every CPU constant "
+            f"× {rescaled['factor']:.3f}), {sum(abs(d) <= 0.03 for d in diffs)} of {len(diffs)} rows within 3 %, "
+            f"largest {fmt_signed_pct(max(diffs, key=abs))}.")
 
 
 #: The same check for two calibrations at validation 4's dilation (``--against`` writes its own file).

@@ -2,9 +2,10 @@
 
 Flower 1.42 keeps its intervals as constants in its modules (the SuperNode's idle ``time.sleep(3)``,
 the ServerApp's 3 s reply poll, the SuperExecs' 1 s task poll, the 0.5 s reply pickup, the 1 s … 10 s
-object-pull backoff). No setting reaches them, so each module below gets, as it is imported, a
-``time`` whose ``sleep`` lasts K times longer and whose clocks read emulated time; keyword defaults
-of the pull backoff and the HTTP keep-alive expiries (client and server) are scaled by K. The table
+object-pull backoff, the SuperLink's 180 s object-push session). No setting reaches them, so each module
+below gets, as it is imported, a ``time`` whose ``sleep`` lasts K times longer and whose clocks read
+emulated time; keyword defaults of the pull backoff, the HTTP keep-alive expiries (client and server) and
+the push session's lifetime (a module constant, read against the SuperLink's wall clock) are scaled by K. The table
 is written for the pinned Flower: tests/timewarp/test_hook.py reads each target's source and fails
 when an upgrade moves one. Everything not listed (heartbeats, retries after errors) keeps real time:
 it runs *more* often in emulated time, which only adds a few small requests.
@@ -38,6 +39,7 @@ class Target:
     module: str
     replace: str = "time"  #: "time" (the module object), "sleep" (imported by name) or "" (defaults only)
     defaults: tuple[tuple[str, tuple[str, ...]], ...] = ()  #: (function path, keyword names) scaled by K
+    constants: tuple[str, ...] = ()  #: module-level numbers (seconds) scaled by K
     evidence: tuple[str, ...] = ()  #: source fragments the patch relies on
     why: str = ""
 
@@ -58,6 +60,13 @@ TARGETS: tuple[Target, ...] = (
            why="message-API strategies: wait 1 s while too few nodes are connected"),
     Target("flwr.serverapp.strategy.strategy", evidence=("time.time()",),
            why="message-API strategies: the run's duration in the ServerApp's log"),
+    # the SuperLink's object-push session: a reply whose objects are pushed over a dilated link for longer than
+    # 180 real seconds between two stored objects lost every upload (ResNet-18's 93.6 MB SecAgg+ upload on home-30
+    # at K = 7, 2026-12-06); on the SuperLink's wall clock (datetime), so the constant, not `time`, is scaled
+    *(Target(f"flwr.supercore.corestate.{store}", replace="", constants=("OBJECT_PUSH_SESSION_TTL_SECONDS",),
+             evidence=("timedelta(seconds=OBJECT_PUSH_SESSION_TTL_SECONDS)",),
+             why="SuperLink: an object-push session expires 180 s after its last stored object")
+      for store in ("in_memory_corestate", "sql_corestate")),
     Target("httpx._config", replace="", evidence=("keepalive_expiry: float | None = 5.0",),
            why="Flower's HTTP clients: idle keep-alive connections expire after 5 s"),
     Target("uvicorn.config", replace="", defaults=(("Config.__init__", ("timeout_keep_alive",)),),
@@ -113,6 +122,11 @@ def patch(module: ModuleType, target: Target, dilation: Dilation) -> None:
             module.sleep = dilated_sleep(dilation)  # type: ignore[attr-defined]
         for fn_path, names in target.defaults:
             scale_defaults(_resolve(module, fn_path), names, dilation.factor)
+        for constant in target.constants:
+            value = getattr(module, constant)
+            if not isinstance(value, (int, float)):
+                raise RuntimeError(f"{constant} is not a number")
+            setattr(module, constant, value * dilation.factor)
         if name == "httpx._config":
             module.DEFAULT_LIMITS.keepalive_expiry *= dilation.factor  # type: ignore[attr-defined]
     except (AttributeError, KeyError, RuntimeError) as exc:

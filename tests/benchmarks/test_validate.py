@@ -218,6 +218,71 @@ def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path
     assert "1 failed; 1 × boom" in text and "Note on validation 1, r trial 0 (u): another run shared the host" in text
 
 
+def _run_with_messages(run_dir: Path, errors: list[str | None]) -> None:
+    """A finished emulate run's emulate.json holding one message per entry of ``errors`` (None: a reply)."""
+    from fedbw.engines.emulate.run import SUMMARY_FILE
+    from fedbw.files.atomic import write_json_atomic
+    from fedbw.files.versioned import EMULATE
+    from fedbw.results.messages import MeasuredMessage
+
+    msgs = [MeasuredMessage(round=1, client_id=i, stage="collect_masked_vectors", bytes_down=1.0, bytes_up=1.0,
+                            flower_bytes_down=1.0, flower_bytes_up=1.0, t_down_s=0.1, t_up_s=0.1, t_compute_s=0.0,
+                            t_framework_s=1.0, total_s=1.0, parts={}, error=err).to_json()
+            for i, err in enumerate(errors)]
+    run_dir.mkdir(parents=True)
+    write_json_atomic(run_dir / SUMMARY_FILE, {**EMULATE.stamp(), "messages": msgs})
+
+
+def test_a_trial_that_lost_replies_is_not_ok_and_one_logged_ok_can_be_found_invalid_on_evidence_only(
+        tmp_path: Path, monkeypatch) -> None:
+    """No row plans a dropout: a reply Flower lost means the trial did not measure its config (2026-12-06:
+    every SecAgg+ upload of a ResNet-18 trial was lost and the trial passed as ok). A trial logged ok before
+    that check can be marked invalid, only when its run directory shows the lost replies; it stays in the
+    log and under the table, and the row runs it again."""
+    lost = "3: Reply message objects are unavailable.\nmore"
+    _run_with_messages(tmp_path / "runs" / "lost", [None, lost])
+    _run_with_messages(tmp_path / "runs" / "fine", [None, None])
+    assert V.lost_replies(tmp_path / "runs" / "lost") == [
+        "round 1, client 1, collect_masked_vectors: 3: Reply message objects are unavailable."]
+    assert V.lost_replies(tmp_path / "runs" / "fine") == [] and V.lost_replies(tmp_path / "gone") == []
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    monkeypatch.setattr(V, "ROOT", tmp_path)
+    V.append({"kind": "freeze", "id": 1, "trials": 2, "grid": ["r"], "model_version": "m-a", "calibration": "c-a"})
+    for t, d in ((0, "runs/lost"), (1, "runs/fine")):
+        V.append({"kind": "trial", "freeze": 1, "row": "r", "trial": t, "status": "ok", "run_dir": d, "rounds": [],
+                  "transfers": []})
+    V.append({"kind": "model", "freeze": 1, "row": "r", "status": "ok", "simulate": {"rounds": []}})
+    assert V.open_freeze(V.read_log()) is None  # both trials ok: the grid looks done
+    with pytest.raises(SystemExit, match="no lost reply"):  # rounds that merely look wrong are no evidence
+        V.invalidate(V.read_log(), "r", 1, "looks slow")
+    with pytest.raises(SystemExit, match="needs the reason"):
+        V.invalidate(V.read_log(), "r", 0, " ")
+    entry = V.invalidate(V.read_log(), "r", 0, "Flower's push session was not dilated")
+    assert entry["lost_replies"] == V.lost_replies(tmp_path / "runs" / "lost")
+    assert [e["trial"] for e in V.ok_runs(V.read_log(), 1, "r", "trial")] == [1]  # the row runs trial 0 again
+    assert V.open_freeze(V.read_log())["id"] == 1
+    with pytest.raises(SystemExit, match="no valid ok trial 0"):
+        V.invalidate(V.read_log(), "r", 0, "again")
+    # from now on a trial that lost replies is logged failed as it ends, its rounds kept for the record
+    import fedbw.engines.app_start as app_start
+
+    monkeypatch.setattr(app_start, "host_reference_s", lambda: 1.0)
+    monkeypatch.setattr(V, "run_engine", lambda cfg, engine: type("Res", (), {
+        "run_dir": str(tmp_path / "runs" / "lost"), "clients": [], "rounds": []})())
+    monkeypatch.setattr(V, "head_commit", lambda: "0" * 40)
+    V.emulate_trial({"id": 1, "dilation": 7.0}, "r", 0, {"clients": {"total": 2}})
+    last = V.read_log()[-1]
+    assert last["status"] == "failed" and last["error"].startswith("1 replies lost; first: round 1, client 1")
+    assert last["run_dir"] == "runs/lost" and last["rounds"] == [] and len(last["lost_replies"]) == 1
+    out = V.summarize(V.read_log())
+    text = validation_markdown({**out, "validations": []})  # the run log's lines (the freeze here is a stub)
+    assert "4 runs, 1 failed; 1 × 1 replies lost; first: round 1" in text
+    assert "; 1 logged ok and found invalid later" in text
+    assert ("- Found invalid, validation 1, r trial 0 (" in text and "`runs/lost`): 1 replies lost (first: round 1, "
+            "client 1, collect_masked_vectors: 3: Reply message objects are unavailable.). Flower's push session "
+            "was not dilated" in text)
+
+
 def test_a_freeze_stays_open_until_every_row_is_done_or_it_is_abandoned_with_a_reason(tmp_path: Path,
                                                                                       monkeypatch) -> None:
     """The guard below reads ``open_freeze``: open while any row lacks a trial or its model runs, closed when
@@ -285,6 +350,15 @@ def test_the_stability_table_counts_rows_within_three_percent() -> None:
     data["shipped"]["file"] = "benchmarks/results/calibration-dilation7.toml"
     text = stability_markdown(data)
     assert text.startswith("Calibration (`benchmarks/results/calibration-dilation7.toml`) c-a") and "| base |" in text
+    assert "host speed" not in text  # a file written before the rescaled diagnosis renders as it did
+    # the diagnosis beside the check: the other file at the base's host speed, counted on its own line
+    data["rescaled"] = {"base_reference_s": 1.37, "other_reference_s": 1.50, "factor": 1.37 / 1.50}
+    data["rows"][0].update(other_at_base_speed_s=9.8, diff_at_base_speed=-0.02)
+    data["rows"][1].update(other_at_base_speed_s=9.9, diff_at_base_speed=-0.01)
+    text = stability_markdown(data)
+    assert "| other at base's host speed | difference |" in text and "| 9.80 s | -2.0 % |" in text
+    assert "1 of 2 rows within 3 %; largest difference -13.0 %" in text  # the check is still the unrescaled one
+    assert "reference 1.37 s against 1.50 s, every CPU constant × 0.913), 2 of 2 rows within 3 %" in text
 
 
 def test_stability_sets_another_calibration_against_the_shipped_one_or_against_a_given_file(tmp_path: Path,
@@ -294,22 +368,33 @@ def test_stability_sets_another_calibration_against_the_shipped_one_or_against_a
     import fedbw.engines.estimate as estimate
     from fedbw.calibration.file import Calibration, Constant, write_calibration
 
-    for name, start in (("base.toml", 1.0), ("other.toml", 1.5)):
+    for name, start, reference in (("base.toml", 1.0, 1.0), ("other.toml", 1.5, 1.25)):
         write_calibration(tmp_path / name, Calibration({"clientapp_start_s": Constant(start)},
-                                                       {"created_utc": name, "dilation": 7.0}))
+                                                       {"created_utc": name, "dilation": 7.0,
+                                                        "host_reference_s": reference}))
     seen: list = []
+    rescaled: list[float] = []
 
     class Rounds:
         def __init__(self, cal: object) -> None:
             seen.append(cal)
+            if cal is not None and "at-base-speed" in cal:
+                from fedbw.calibration.file import read_calibration
+
+                rescaled.append(read_calibration(cal).constants["clientapp_start_s"].value)
+                self.rounds = [type("R", (), {"round": 2, "round_time_s": 10.2})()]
+                return
             self.rounds = [type("R", (), {"round": 2, "round_time_s": 10.0 if cal is None or "base" in cal
                                           else 11.0})()]
 
     monkeypatch.setattr(estimate, "run_estimate", lambda plan, run_id: Rounds(plan.config.deployment.calibration))
     data = V.stability(tmp_path / "other.toml", tmp_path / "base.toml")
-    assert set(seen) == {str(tmp_path / "base.toml"), str(tmp_path / "other.toml")}
+    assert {str(tmp_path / "base.toml"), str(tmp_path / "other.toml")} < set(seen)
     assert data["shipped"]["file"] == str(tmp_path / "base.toml") and data["shipped"]["dilation"] == 7.0
     assert all(r["diff"] == pytest.approx(0.1) for r in data["rows"]) and len(data["rows"]) == len(V.GRID)
+    assert all(r["diff_at_base_speed"] == pytest.approx(0.02) for r in data["rows"])
+    assert rescaled == pytest.approx([1.2] * len(V.GRID))  # the other file's start × 1.0 / 1.25
+    assert data["rescaled"] == {"base_reference_s": 1.0, "other_reference_s": 1.25, "factor": 0.8}
     seen.clear()
     assert V.stability(tmp_path / "other.toml")["shipped"]["file"] is None and None in seen
     for argv, says in ((["--against", str(tmp_path / "base.toml")], "--against goes with --stability"),

@@ -44,6 +44,8 @@ def test_every_target_is_where_the_pinned_release_keeps_it(target: Target) -> No
         params = inspect.signature(fn).parameters
         for name in names:
             assert isinstance(params[name].default, (int, float)), f"{fn_path}({name}=…) has no numeric default"
+    for constant in target.constants:
+        assert isinstance(getattr(module, constant), (int, float)), f"{target.module}.{constant} is not a number"
 
 
 def test_dilation_maps_stamps_and_durations() -> None:
@@ -113,6 +115,8 @@ import flwr.supernode.start_client_internal as sci
 import flwr.superlink.grid.http_grid as grid
 import flwr.supercore.inflatable.inflatable_utils as iu
 import flwr.serverapp.strategy.strategy_utils as su
+import flwr.supercore.corestate.in_memory_corestate as imc
+import flwr.supercore.corestate.sql_corestate as sqc
 import httpx, inspect, uvicorn.config as uc
 import fedbw.fl.measure as fm
 a0 = time.perf_counter(); e = sci.time.perf_counter(); a1 = time.perf_counter()
@@ -123,6 +127,7 @@ print(json.dumps({
     "backoff": iu.pull_objects.__kwdefaults__["initial_backoff"], "cap": iu.pull_objects.__kwdefaults__["backoff_cap"],
     "inflate_backoff": iu.pull_and_inflate_object_from_tree.__kwdefaults__["initial_backoff"],
     "su_sleep": su.sleep is time.sleep, "keepalive": httpx._config.DEFAULT_LIMITS.keepalive_expiry,
+    "push_ttl": [imc.OBJECT_PUSH_SESSION_TTL_SECONDS, sqc.OBJECT_PUSH_SESSION_TTL_SECONDS],
     "uvicorn": inspect.signature(uc.Config.__init__).parameters["timeout_keep_alive"].default}))
 """
 
@@ -146,11 +151,13 @@ def test_a_dilated_process_runs_flower_on_the_emulated_clock(tmp_path) -> None:
     assert got["sleep_real"] >= 0.08  # and its sleeps last four times as long
     assert (got["backoff"], got["cap"], got["inflate_backoff"]) == (4, 40, 4)
     assert got["su_sleep"] is False and got["keepalive"] == 20.0 and got["uvicorn"] == 20
+    assert got["push_ttl"] == [720, 720]  # the SuperLink's push session lasts 180 emulated seconds
 
 
 def test_an_undilated_process_is_untouched(tmp_path) -> None:
     got = _probe({"PYTHONPATH": str(SITE_DIR)}, tmp_path)  # the launcher's site folder, but no dilation
     assert got["sci"] == "module" and got["backoff"] == 1 and got["keepalive"] == 5.0 and got["su_sleep"] is True
+    assert got["push_ttl"] == [180, 180]
 
 
 def test_install_is_idempotent() -> None:
