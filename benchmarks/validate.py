@@ -36,7 +36,8 @@ While a freeze's grid is unfinished, no change to the model or to the frozen cal
 purpose; the reason stays in the log and in docs/fidelity.md.
 
 Usage: .venv/bin/python benchmarks/validate.py [--new [--calibration FILE]] [--only ROW,...] [--stop-after MINUTES]
-       [--summarize] [--abandon WHY]
+       [--summarize] [--abandon WHY] [--invalid ROW TRIAL WHY]
+Touch runs/validation/STOP to stop a running grid before its next trial.
 """
 
 from __future__ import annotations
@@ -348,6 +349,11 @@ def model_runs(freeze: dict[str, Any], rid: str, cfg: dict[str, Any]) -> None:
     print(f"  {rid} model: {entry['status']}", flush=True)
 
 
+#: Touch this file to stop a running grid before its next trial (Ctrl-C stops the trial in flight, which then
+#: runs again; a signal sent to a background runner was not always acted on, 2026-12-06).
+STOP_FILE = ROOT / "runs" / "validation" / "STOP"
+
+
 def run_grid(freeze: dict[str, Any], only: set[str] | None, stop_after_s: float | None = None) -> bool:
     """Run every row's missing trials and model runs; False when ``stop_after_s`` passed first (no trial
     starts after it: the grid stops between trials, and a later run resumes it)."""
@@ -362,6 +368,11 @@ def run_grid(freeze: dict[str, Any], only: set[str] | None, stop_after_s: float 
                 if stop_after_s is not None and time.monotonic() - t0 > stop_after_s:
                     print(f"validate: stopped before {rid} trial {trial} (--stop-after); run again to resume",
                           flush=True)
+                    return False
+                if STOP_FILE.is_file():  # asked to stop between trials: nothing in flight is lost
+                    STOP_FILE.unlink()
+                    print(f"validate: stopped before {rid} trial {trial} ({STOP_FILE.name} was there); run again to "
+                          "resume", flush=True)
                     return False
                 emulate_trial(freeze, rid, trial, cfg)
         if not ok_runs(read_log(), freeze["id"], rid, "model"):

@@ -115,6 +115,9 @@ def test_the_grid_stops_between_trials_after_the_time_given_and_resumes_from_the
         {"kind": "model", "freeze": f["id"], "row": rid, "status": "ok"}))
     freeze = {"id": 1, "grid": [V.row_id(*g) for g in V.GRID[:2]]}
     assert V.run_grid(freeze, None, stop_after_s=-1.0) is False and ran == []  # no trial starts after the time
+    monkeypatch.setattr(V, "STOP_FILE", tmp_path / "STOP")
+    (tmp_path / "STOP").touch()  # asked to stop between trials: it stops, and the next run goes on
+    assert V.run_grid(freeze, None) is False and ran == [] and not (tmp_path / "STOP").exists()
     assert V.run_grid(freeze, None) is True and len(ran) == 2 * V.TRIALS
     assert V.run_grid(freeze, None) is True and len(ran) == 2 * V.TRIALS  # resumed: nothing left to run
 
