@@ -334,7 +334,7 @@ def test_no_model_change_lands_while_a_validation_is_open() -> None:
 
 
 def test_the_stability_table_counts_rows_within_three_percent() -> None:
-    from fedbw.report.validation_table import stability_markdown
+    from fedbw.report.stability_table import stability_markdown
 
     data = {"date": "d", "machine": "m", "shipped": {"fingerprint": "c-a", "created_utc": "t1"},
             "other": {"file": "f.toml", "fingerprint": "c-b", "created_utc": "t2", "measured_by": "fedbw calibrate"},
@@ -412,7 +412,7 @@ def test_a_stability_check_against_a_file_does_not_replace_the_one_against_the_s
     other = V.stability_file(Path("benchmarks/results/calibration-dilation7.toml"))
     assert other != V.STABILITY and other.name == "validation-stability-calibration-dilation7.json"
     from fedbw.report.doc_blocks import TABLES
-    import fedbw.report.validation_table  # noqa: F401  (registers the tables)
+    import fedbw.report.stability_table  # noqa: F401  (registers the tables)
 
     assert "fidelity.stability-dilation7" in TABLES  # docs/fidelity.md renders that file in its own block
 
