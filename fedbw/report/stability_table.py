@@ -28,12 +28,13 @@ def stability_markdown(data: dict[str, Any]) -> str:
     within = sum(abs(r["diff"]) <= 0.03 for r in data["rows"])
     k_a, k_b = a.get("dilation"), b.get("dilation")
     apart = ("" if k_a == k_b else
-             f" **Measured at different dilations ({dilation_label(k_a)} and {dilation_label(k_b)}): the difference is the dilation's as "
-             "much as the hour's, so this is not issue 31.6's check, which needs two calibrations at one dilation.**")
+             f" **Measured at different dilations ({dilation_label(k_a)} and {dilation_label(k_b)}): the difference "
+             "is the dilation's as much as the hour's, so this is not issue 31.6's check, which needs two "
+             "calibrations at one dilation.**")
     base = "Shipped calibration" if not a.get("file") else f"Calibration (`{a['file']}`)"
     return (f"{base} {a['fingerprint']} (fitted {a['created_utc']}, dilation {dilation_label(k_a)}) against "
-            f"{b['fingerprint']} (`{b['file']}`, fitted {b['created_utc']}, dilation {dilation_label(k_b)}; measured by "
-            f"`{b['measured_by']}`); estimate's steady rounds of the validation grid.{apart}\n\n"
+            f"{b['fingerprint']} (`{b['file']}`, fitted {b['created_utc']}, dilation {dilation_label(k_b)}; "
+            f"measured by `{b['measured_by']}`); estimate's steady rounds of the validation grid.{apart}\n\n"
             + md_table(["row", "shipped" if not a.get("file") else "base", "other", "difference"]
                        + (["other at base's host speed", "difference"] if rescaled else []), rows)
             + f"\n{within} of {len(rows)} rows within 3 %; largest difference "

@@ -231,8 +231,8 @@ def validation_markdown(data: dict[str, Any]) -> str:
                + f". Written {data['date']}.\n")
     for e in invalid:
         lost = e.get("lost_replies") or []
-        out.append(f"- Found invalid, validation {e.get('freeze', '?')}, {e['row']} trial {e['trial']} ({e.get('utc', '?')}, "
-                   f"`{e['run_dir']}`): {len(lost)} replies lost" + (f" (first: {lost[0]})" if lost else "")
+        out.append(f"- Found invalid, validation {e.get('freeze', '?')}, {e['row']} trial {e['trial']} "
+                   f"({e.get('utc', '?')}, `{e['run_dir']}`): {len(lost)} replies lost" + (f" (first: {lost[0]})" if lost else "")
                    + f". {e.get('text', '')}\n")
     for n in notes:
         out.append(f"- Note on validation {n.get('freeze', '?')}" + (f", {n['row']}" if n.get("row") else "")
