@@ -291,8 +291,9 @@ def add_message_details(transfers: list[dict[str, Any]], run_dir: Path) -> bool:
 def lost_replies(run_dir: Path) -> list[str]:
     """The messages of a finished emulate run that Flower answered with an error instead of a reply ("round
     r, client c, stage: why"). No validation row plans a dropout, so each one is a client the trial lost:
-    on 2026-12-06 every SecAgg+ upload of ResNet-18 on home-30 at K = 7 was lost this way (Flower's
-    object-push session, 180 s on the SuperLink's clock, was not dilated), yet the trial passed as ok."""
+    on 2026-12-06 every SecAgg+ upload of ResNet-18 on home-30 at K = 7 was lost this way, most likely to
+    Flower's object-push session (180 s on the SuperLink's clock, then not dilated), and the trial passed as
+    ok."""
     from fedbw.engines.emulate.run import messages_by_key
 
     return [f"round {m.round}, client {m.client_id}, {m.stage}: {m.error.splitlines()[0]}"
@@ -394,10 +395,8 @@ def invalidate(log: list[dict[str, Any]], rid: str, trial: int, why: str) -> dic
     the log and the tables' run log, the entry names what was lost, and a resume runs the trial again (a
     finished grid is open again until it has). A trial whose rounds merely look wrong cannot be
     invalidated: that is what a validation is for."""
-    freezes = [e for e in log if e["kind"] == "freeze"]
-    freeze = freezes[-1] if freezes else None
-    if freeze is None or any(e["kind"] == "note" and e.get("abandoned") and e.get("freeze") == freeze["id"]
-                             for e in log):
+    freeze = last_freeze(log)
+    if freeze is None:
         sys.exit("validate: the last validation was abandoned (or none exists): nothing to invalidate")
     mine = [e for e in ok_runs(log, freeze["id"], rid, "trial") if e["trial"] == trial]
     if not mine:
@@ -428,13 +427,18 @@ def open_freeze(log: list[dict[str, Any]]) -> dict[str, Any] | None:
     but only when someone resumes). So ``tests/benchmarks/test_validate.py`` fails while a freeze is open and
     the model or its calibration moved; ``--abandon WHY`` closes a freeze on purpose, and says so in the log
     and in docs/fidelity.md."""
+    last = last_freeze(log)
+    return None if last is None or all(row_done(log, last, rid) for rid in last["grid"]) else last
+
+
+def last_freeze(log: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last freeze, finished or not, unless it was abandoned (then None, as with no freeze at all)."""
     freezes = [e for e in log if e["kind"] == "freeze"]
     if not freezes:
         return None
     last = freezes[-1]
-    if any(e["kind"] == "note" and e.get("abandoned") and e.get("freeze") == last["id"] for e in log):
-        return None
-    return None if all(row_done(log, last, rid) for rid in last["grid"]) else last
+    abandoned = any(e["kind"] == "note" and e.get("abandoned") and e.get("freeze") == last["id"] for e in log)
+    return None if abandoned else last
 
 
 def abandon(log: list[dict[str, Any]], why: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from fedbw.report.format import fmt_pct, fmt_s, fmt_signed_pct
 from fedbw.report.stability_table import VALIDATE_CMD, dilation_label
 
 
-
 def _yes(v: bool | None) -> str:
     return "-" if v is None else ("yes" if v else "**no**")
 
@@ -232,8 +231,8 @@ def validation_markdown(data: dict[str, Any]) -> str:
     for e in invalid:
         lost = e.get("lost_replies") or []
         out.append(f"- Found invalid, validation {e.get('freeze', '?')}, {e['row']} trial {e['trial']} "
-                   f"({e.get('utc', '?')}, `{e['run_dir']}`): {len(lost)} replies lost" + (f" (first: {lost[0]})" if lost else "")
-                   + f". {e.get('text', '')}\n")
+                   f"({e.get('utc', '?')}, `{e['run_dir']}`): {len(lost)} replies lost"
+                   + (f" (first: {lost[0]})" if lost else "") + f". {e.get('text', '')}\n")
     for n in notes:
         out.append(f"- Note on validation {n.get('freeze', '?')}" + (f", {n['row']}" if n.get("row") else "")
                    + (f" trial {n['trial']}" if n.get("trial") is not None else "") + f" ({n.get('utc', '?')}): "

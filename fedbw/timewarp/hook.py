@@ -5,8 +5,8 @@ the ServerApp's 3 s reply poll, the SuperExecs' 1 s task poll, the 0.5 s reply p
 object-pull backoff, the SuperLink's 180 s object-push session). No setting reaches them, so each module
 below gets, as it is imported, a ``time`` whose ``sleep`` lasts K times longer and whose clocks read
 emulated time; keyword defaults of the pull backoff, the HTTP keep-alive expiries (client and server) and
-the push session's lifetime (a module constant, read against the SuperLink's wall clock) are scaled by K. The table
-is written for the pinned Flower: tests/timewarp/test_hook.py reads each target's source and fails
+the push session's lifetime (a module constant, read against the SuperLink's wall clock) are scaled by K.
+The table is written for the pinned Flower: tests/timewarp/test_hook.py reads each target's source and fails
 when an upgrade moves one. Everything not listed (heartbeats, retries after errors) keeps real time:
 it runs *more* often in emulated time, which only adds a few small requests.
 
@@ -60,9 +60,9 @@ TARGETS: tuple[Target, ...] = (
            why="message-API strategies: wait 1 s while too few nodes are connected"),
     Target("flwr.serverapp.strategy.strategy", evidence=("time.time()",),
            why="message-API strategies: the run's duration in the ServerApp's log"),
-    # the SuperLink's object-push session: a reply whose objects are pushed over a dilated link for longer than
-    # 180 real seconds between two stored objects lost every upload (ResNet-18's 93.6 MB SecAgg+ upload on home-30
-    # at K = 7, 2026-12-06); on the SuperLink's wall clock (datetime), so the constant, not `time`, is scaled
+    # the SuperLink's object-push session ends 180 real seconds after its last stored object: undilated, it is
+    # the likely cause of every SecAgg+ upload lost by a ResNet-18 trial on home-30 at K = 7 (2026-12-06); it is
+    # read against the SuperLink's wall clock (datetime), so the constant, not `time`, is scaled
     *(Target(f"flwr.supercore.corestate.{store}", replace="", constants=("OBJECT_PUSH_SESSION_TTL_SECONDS",),
              evidence=("timedelta(seconds=OBJECT_PUSH_SESSION_TTL_SECONDS)",),
              why="SuperLink: an object-push session expires 180 s after its last stored object")

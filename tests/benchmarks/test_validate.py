@@ -266,6 +266,9 @@ def test_a_trial_that_lost_replies_is_not_ok_and_one_logged_ok_can_be_found_inva
     assert V.open_freeze(V.read_log())["id"] == 1
     with pytest.raises(SystemExit, match="no valid ok trial 0"):
         V.invalidate(V.read_log(), "r", 0, "again")
+    monkeypatch.setattr("sys.argv", ["validate.py", "--invalid", "r", "first", "why"])
+    with pytest.raises(SystemExit, match="TRIAL is a trial's number"):  # a sentence, not a traceback
+        V.main()
     # from now on a trial that lost replies is logged failed as it ends, its rounds kept for the record
     import fedbw.engines.app_start as app_start
 
