@@ -37,7 +37,9 @@ purpose; the reason stays in the log and in docs/fidelity.md.
 
 Usage: .venv/bin/python benchmarks/validate.py [--new [--calibration FILE]] [--only ROW,...] [--stop-after MINUTES]
        [--summarize] [--abandon WHY] [--invalid ROW TRIAL WHY]
-Touch runs/validation/STOP to stop a running grid before its next trial.
+Touch runs/validation/STOP to stop a running grid before its next trial. To stop the trial in flight, send
+SIGTERM (``kill PID``): a runner started in the background by a non-interactive shell (``nohup … &`` from a
+script) ignores SIGINT, as POSIX has such a shell start it, and Python then installs no Ctrl-C handler.
 """
 
 from __future__ import annotations
@@ -350,8 +352,8 @@ def model_runs(freeze: dict[str, Any], rid: str, cfg: dict[str, Any]) -> None:
     print(f"  {rid} model: {entry['status']}", flush=True)
 
 
-#: Touch this file to stop a running grid before its next trial (Ctrl-C stops the trial in flight, which then
-#: runs again; a signal sent to a background runner was not always acted on, 2026-12-06).
+#: Touch this file to stop a running grid before its next trial (Ctrl-C or SIGTERM stops the trial in flight,
+#: which then runs again; a background runner of a non-interactive shell ignores SIGINT: see the usage above).
 STOP_FILE = ROOT / "runs" / "validation" / "STOP"
 
 
