@@ -128,6 +128,17 @@ class Plan:
                     sa.reconstruction_threshold))
                 if ex.stage in SECAGG_COST_STAGES else ex for ex in exchanges]
 
+    def lost_replies(self) -> list[str]:
+        """What a real deployment of this plan would lose before any timing matters: the replies whose largest
+        object some clients' uplinks cannot push within Flower's object-push session (:mod:`fedbw.flower_limits`),
+        one sentence per stage; empty when every reply arrives."""
+        from collections import Counter
+
+        from fedbw.flower_limits import lost_replies
+
+        uplinks = Counter(c.access.up_payload_mbps for c in self.clients)
+        return [lost.sentence(len(self.clients)) for lost in lost_replies(self.predicted_exchanges(1), uplinks)]
+
     def model_stamp(self) -> dict[str, str | None]:
         """What makes this plan's model numbers, for every result built on them: the model's version (a hash
         of its code) and the calibration's fingerprint (None: links only, no Flower costs)."""

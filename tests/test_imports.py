@@ -148,7 +148,7 @@ def test_no_module_is_much_longer_than_400_lines() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("fedbw", "fedbw.errors", "fedbw.files", "fedbw.tomlvalue", "fedbw.flower_protocol"),
     ("fedbw.catalog", "fedbw.device", "fedbw.processes", "fedbw.shaper", "fedbw.netns", "fedbw.timewarp",
-     "fedbw.netmodel", "fedbw.traces", "fedbw.models", "fedbw.privacy"),
+     "fedbw.netmodel", "fedbw.flower_limits", "fedbw.traces", "fedbw.models", "fedbw.privacy"),
     ("fedbw.config", "fedbw.calibration"),
     ("fedbw.links", "fedbw.results"),
     ("fedbw.plan",),

@@ -35,6 +35,12 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
+def warn(notes: list[str]) -> None:
+    """Each note as a warning on stderr (what the user should know beside the result, not an error)."""
+    for note in notes:
+        err.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
+
+
 #: What Ctrl-C leaves, for commands that write a run directory.
 RUNS_KEPT = "finished rounds are kept in the run directory."
 

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from fedbw.cli.common import CalibrationOpt, RoundProgress, SetOpt, app, err, flag_overrides, friendly, load, out
+from fedbw.cli.common import CalibrationOpt, RoundProgress, SetOpt, app, err, flag_overrides, friendly, load, out, warn
 
 
 @app.command()
@@ -29,6 +29,7 @@ def validate(config: Path = typer.Argument(..., help="experiment TOML"), set_: l
     out.print(f"[green]ok[/] {config}: {cfg.name}, engine {cfg.engine}, model {plan.model.name} "
               f"({plan.model.params:,} params), {cfg.clients.per_round}/{cfg.clients.total} clients per round "
               f"over {cfg.training.rounds} rounds, links {mix}")
+    warn(plan.lost_replies())
 
 
 def _validate_study(path: Path, set_: list[str]) -> None:
@@ -77,8 +78,10 @@ def run(config: Path = typer.Argument(..., help="experiment TOML (see experiment
         result = run_experiment(cfg, progress)
     if json_out:
         out.print_json(json.dumps([r.to_json() for r in result.rounds]))
-        return
-    render_run(out, cfg, result)
+    else:
+        render_run(out, cfg, result)
+    if result.plan is not None:  # on stderr, after the table: what the numbers above cannot show
+        warn(result.plan.lost_replies())
 
 
 GridOpt = typer.Option([], "--grid", "-g", help="key=v1,v2 (values in TOML syntax); repeat for more keys: every "

@@ -7,18 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
-
-from fedbw.cli.common import app, err, friendly, out
+from fedbw.cli.common import app, friendly, out, warn
 
 
 TargetOpt = typer.Option(0.8, "--target-accuracy", min=0.0, max=1.0,
                          help="accuracy (0..1) for the 'time to target' row and the accuracy chart's line")
-
-
-def _warn(notes: list[str]) -> None:
-    for note in notes:
-        err.print(f"[yellow]warning:[/] {escape(note)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -38,7 +31,7 @@ def report(paths: list[Path] = typer.Argument(..., help="a run directory (or its
     from fedbw.report.terminal import render_comparison, render_records
 
     runset = load_runs(paths)
-    _warn(runset.notes)
+    warn(runset.notes)
     if len(runset.runs) == 1 and not runset.sweeps:
         run = runset.runs[0]
         render_records(out, run)
@@ -59,7 +52,7 @@ def report(paths: list[Path] = typer.Argument(..., help="a run directory (or its
     title = (f"fedbw report: {runset.sweeps[0][1].name} sweep" if len(runset.sweeps) == 1 and len(paths) == 1
              else f"fedbw report: {runset.runs[0].label}" if len(runset.runs) == 1 else "fedbw report")
     rep = write_report(runset, out_dir, target, title, shlex.join(["fedbw", *sys.argv[1:]]))
-    _warn([n for r in runset.runs for n in r.notes if n not in runset.notes])
+    warn([n for r in runset.runs for n in r.notes if n not in runset.notes])
     out.print(f"report: {rep.html_path} ({len(rep.figures)} figures, PNGs in {rep.html_path.parent / 'figures'})",
               highlight=False)
 
@@ -76,7 +69,7 @@ def compare(paths: list[Path] = typer.Argument(..., help="run directories and/or
     from fedbw.report.terminal import render_comparison
 
     runset = load_runs(paths)
-    _warn(runset.notes)
+    warn(runset.notes)
     if json_out:
         out.print_json(json.dumps(comparison_json(runset.runs, target)))
         return

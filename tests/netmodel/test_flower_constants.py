@@ -94,3 +94,12 @@ def test_heartbeat_interval_and_patience():
     assert int(re.search(r"HEARTBEAT_PATIENCE = (\d+)", src).group(1)) == HEARTBEAT_PATIENCE
     state = _source("server/superlink/linkstate/in_memory_linkstate.py")
     assert "HEARTBEAT_PATIENCE * heartbeat_interval" in state  # on line until last heartbeat + patience × interval
+
+
+def test_object_push_session_and_concurrent_pushes():
+    from fedbw.flower_limits import CONCURRENT_OBJECT_PUSHES, OBJECT_PUSH_SESSION_TTL_S
+
+    src = _source("supercore/constant.py")
+    assert float(re.search(r"OBJECT_PUSH_SESSION_TTL_SECONDS = (\d+)", src).group(1)) == OBJECT_PUSH_SESSION_TTL_S
+    assert int(re.search(r'"FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES", "(\d+)"', src).group(1)) == \
+        CONCURRENT_OBJECT_PUSHES
