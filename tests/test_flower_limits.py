@@ -76,3 +76,20 @@ def test_the_limits_are_not_part_of_the_model_version():
     from fedbw.netmodel.version import model_files
 
     assert "flower_limits.py" not in {p.name for p in model_files()}
+
+
+def test_an_emulation_is_warned_before_it_starts(tmp_path, monkeypatch):
+    import fedbw.runner
+    from fedbw.errors import ConfigError
+
+    def refuse(cfg, progress=None):
+        raise ConfigError("not started in this test")
+
+    monkeypatch.setattr(fedbw.runner, "run_experiment", refuse)
+    cfg = tmp_path / "slow.toml"
+    cfg.write_text('engine = "emulate"\n[model]\nname = "resnet18"\n[clients]\ntotal = 3\nper_round = 3\n'
+                   '[privacy.secagg]\nenabled = true\n'
+                   '[network]\nprofile = "home-30"\noverrides = [{client = 1, up_mbps = 2.0}]\n')
+    res = CliRunner().invoke(app, ["run", str(cfg)])
+    assert res.exit_code == 2
+    assert res.output.index("would lose") < res.output.index("not started in this test")

@@ -74,13 +74,17 @@ def run(config: Path = typer.Argument(..., help="experiment TOML (see experiment
     if hosts is not None and cfg.engine != "emulate":
         raise ConfigError(f"--hosts places the emulate engine's processes; this run's engine is {cfg.engine!r} "
                           f"(add --engine emulate)")
+    if cfg.engine == "emulate":  # a real deployment loses these replies too: say so before the long run
+        from fedbw.engines.cohorts import planned
+
+        warn(planned(cfg).lost_replies())
     with RoundProgress(cfg.training.rounds, cfg.clients.per_round, quiet=json_out) as progress:
         result = run_experiment(cfg, progress)
     if json_out:
         out.print_json(json.dumps([r.to_json() for r in result.rounds]))
     else:
         render_run(out, cfg, result)
-    if result.plan is not None:  # on stderr, after the table: what the numbers above cannot show
+    if result.plan is not None and cfg.engine != "emulate":  # on stderr, after the table: what it cannot show
         warn(result.plan.lost_replies())
 
 
