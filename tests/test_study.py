@@ -303,3 +303,16 @@ def test_validate_names_a_grid_studys_variants_once_and_its_cells(tmp_path):
     text = " ".join(res.output.split())
     assert "2 variants (plain, packed) in every cell of clients.per_round over 3, 5; model.name over small-cnn" in text
     assert "(4 runs)" in text and "plain@3" not in text
+
+
+def test_a_study_warns_of_cells_whose_replies_flower_would_drop(tmp_path):
+    # 120 M parameters, stock SecAgg+: a 960 MB masked vector, 13 min on mobile-4g's uplink, 4 on home-30's
+    from fedbw.studies.limits import study_lost_replies
+
+    text = (VARIANTS.replace('["home-30", "home-80"]', '["mobile-4g", "home-80"]')
+            .replace("[study]", '[base.model]\nname = "params=120M"\n[study]')
+            + '\n[[study.variants]]\nname = "stock"\nset = ["privacy.secagg.enabled=true"]\n')
+    (sentence, *more) = study_lost_replies(load_study(_write(tmp_path, text)))
+    assert sentence.startswith("variant packed on mobile-4g: 5 of 5 clients' collect_masked_vectors reply")
+    assert any(s.startswith("variant stock on mobile-4g") for s in more)
+    assert not any("plain" in s or "home-80" in s for s in [sentence, *more])

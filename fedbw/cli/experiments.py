@@ -290,6 +290,9 @@ def study(file: Path = typer.Argument(..., help="study TOML: [base] config + [st
     from fedbw.report.study import rich_table
 
     spec = load_study(file, [*set_, *flag_overrides(calibration=calibration)], engine)
+    from fedbw.studies.limits import study_lost_replies
+
+    warn(study_lost_replies(spec))
     with RoundProgress(max(v.config.training.rounds for v in spec.variants),
                        spec.variants[0].config.clients.per_round, quiet=False) as progress:
         result = run_study(spec, progress, on_variant=lambda i, n, v: err.print(f"variant {i + 1}/{n}: {v.name}"),
