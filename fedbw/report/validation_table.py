@@ -194,10 +194,13 @@ def validation_markdown(data: dict[str, Any]) -> str:
     from fedbw.netmodel.version import model_version
 
     out = []
+    now = model_version()
+    checked = [str(v["freeze"]["id"]) for v in data["validations"] if v["freeze"]["model_version"] == now]
     for val in data["validations"]:
         f = val["freeze"]
-        current = ("the current model" if f["model_version"] == model_version()
-                   else f"not the current model ({model_version()}), which no validation has checked yet")
+        current = ("the current model" if f["model_version"] == now
+                   else f"not the current model ({now}), which "
+                        + (f"validation {', '.join(checked)} checks" if checked else "no validation has checked yet"))
         out.append(f"**Validation {f['id']}** of {current}, frozen {f['created_utc']}: model {f['model_version']}, "
                    f"calibration "
                    f"{f['calibration']} ({f['calibration_file']}, fitted {f['calibration_created_utc']}), commit "

@@ -434,6 +434,7 @@ def test_a_validation_of_an_earlier_model_stays_visible_and_says_so(tmp_path: Pa
         V.current_freeze(V.read_log(), new=True)
     text = validation_markdown(V.summarize(V.read_log()))
     assert "**Validation 1** of not the current model" in text and "**Validation 2** of the current model" in text
+    assert f"({model_version()}), which validation 2 checks" in text and "no validation has checked" not in text
 
 
 def test_the_trials_gap_is_the_spread_of_their_means_over_the_pooled_mean() -> None:
