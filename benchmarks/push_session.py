@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import re
-import statistics
 import sys
 import time
 from datetime import datetime, timezone

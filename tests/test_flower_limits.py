@@ -65,7 +65,7 @@ def test_run_warns_after_its_table_and_keeps_its_records(tmp_path):
     cfg = tmp_path / "slow.toml"
     cfg.write_text('engine = "estimate"\n[model]\nname = "resnet18"\n[clients]\ntotal = 3\nper_round = 3\n'
                    '[training]\nrounds = 1\n[privacy.secagg]\nenabled = true\n'
-                   f'[network]\nprofile = "home-30"\noverrides = [{{client = 1, up_mbps = 2.0}}]\n')
+                   '[network]\nprofile = "home-30"\noverrides = [{client = 1, up_mbps = 2.0}]\n')
     res = CliRunner().invoke(app, ["run", str(cfg), "--set", f'output_dir="{tmp_path / "runs"}"'])
     assert res.exit_code == 0, res.output
     assert "1 of 3 clients' collect_masked_vectors reply" in res.output and "would lose" in res.output
