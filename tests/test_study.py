@@ -316,3 +316,44 @@ def test_a_study_warns_of_cells_whose_replies_flower_would_drop(tmp_path):
     assert sentence.startswith("variant packed on mobile-4g: 5 of 5 clients' collect_masked_vectors reply")
     assert any(s.startswith("variant stock on mobile-4g") for s in more)
     assert not any("plain" in s or "home-80" in s for s in [sentence, *more])
+
+
+def test_a_study_row_gives_each_stages_bytes_and_the_chance_flower_completes_the_round(tmp_path):
+    """Issue 34.1's cell columns: bytes per client per stage (the masked vectors are where stock SecAgg+'s
+    int64 expansion lands) and, with clients dropping after the share exchange, the chance the round
+    completes at all (Flower's threshold rule: 3 of 10 gone with 3 shares ends most rounds)."""
+    from fedbw.engines.estimate import secagg_completes
+
+    text = BASE.replace("total = 5\nper_round = 3", "total = 20\nper_round = 10") + """
+[study]
+name = "t"
+profiles = ["home-30"]
+
+[[study.variants]]
+name = "plain"
+
+[[study.variants]]
+name = "stock"
+set = ["privacy.secagg.enabled=true", "privacy.secagg.mode=\\"stock\\""]
+
+[[study.variants]]
+name = "drop30"
+set = ["privacy.secagg.enabled=true", "privacy.secagg.mode=\\"packed\\"", "privacy.secagg.dropout=0.3"]
+"""
+    path = tmp_path / "s.toml"
+    path.write_text(text.format(out=tmp_path / "runs"))
+    res = CliRunner().invoke(app, ["study", str(path)])
+    assert res.exit_code == 0, res.output
+    (study_dir,) = (tmp_path / "runs").iterdir()
+    rows = {r["variant"]: r for r in json.loads((study_dir / "study.json").read_text())["rows"]}
+    stock = rows["stock"]["bytes_per_stage"]
+    assert list(stock) == ["setup", "share_keys", "collect_masked_vectors", "unmask"]
+    assert sum(up for _, up in stock.values()) == pytest.approx(rows["stock"]["bytes_up_per_client"])
+    assert sum(down for down, _ in stock.values()) == pytest.approx(rows["stock"]["bytes_down_per_client"])
+    (plain_stage,) = rows["plain"]["bytes_per_stage"].values()
+    assert stock["collect_masked_vectors"][1] == pytest.approx(2 * plain_stage[1], rel=0.01)
+    assert rows["plain"]["round_completes"] is None and rows["stock"]["round_completes"] is None
+    s = load_study(path)
+    plan = build_plan(s.variants[2].config)
+    assert rows["drop30"]["round_completes"] == pytest.approx(secagg_completes(plan, 2, 3))
+    assert 0 < rows["drop30"]["round_completes"] < 0.5

@@ -352,6 +352,7 @@ from fedbw.report import validation_table as _vt  # noqa: E402,F401
 from fedbw.report import stability_table as _stab  # noqa: E402,F401
 from fedbw.report import simulate_tables as _st  # noqa: E402,F401
 from fedbw.report import privacy_scale_table as _ps  # noqa: E402,F401
+from fedbw.report import privacy_cells_table as _pc  # noqa: E402,F401
 from fedbw.report import secagg_costs_table as _sc  # noqa: E402,F401
 from fedbw.report import dp_cohorts_table as _dc  # noqa: E402,F401
 from fedbw.report import population_tables as _pt  # noqa: E402,F401

@@ -45,6 +45,12 @@ class StudyRow:
     kind: str = ""  #: the variant's name in the study file ("" in files from before grids: the variant)
     cell: dict[str, Any] = field(default_factory=dict)  #: the grid's settings of this run ({} without a grid)
     round_ratio: float | None = None  #: round time / the baseline variant's, same cell and profile
+    #: per stage, the bytes (down, up) a sampled client exchanged, steady-round means: where SecAgg+'s
+    #: expansion lands (its masked vectors) and what its key and share stages add ({} in earlier files)
+    bytes_per_stage: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: the chance Flower completes the steady round (SecAgg+ with clients gone after the share exchange:
+    #: its threshold rule on a shuffled ring, fedbw.privacy.secagg_dropouts); None: nobody is gone
+    round_completes: float | None = None
 
     @property
     def variant_kind(self) -> str:

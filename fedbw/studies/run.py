@@ -51,6 +51,9 @@ def profile_rows(v: Variant, traffic: list[RoundTraffic], profiles: list[str], r
     last = run.rounds[-1] if run.rounds else None
     privacy = privacy_columns(run)
     ups, downs = zip(*(t.bytes_per_client() for t in steady))
+    per_stage = _mean_bytes_per_stage(steady)
+    completes = [c for rnd in run.rounds if rnd.round in {t.round for t in steady}
+                 and (c := rnd.extra.get("secagg_completes")) is not None]
     rows = []
     for profile in profiles:
         link = profile_link(profile).model()
@@ -75,8 +78,24 @@ def profile_rows(v: Variant, traffic: list[RoundTraffic], profiles: list[str], r
             framework_parts_s=_mean_parts([tl.framework_parts_s for tl in tls]),
             bandwidth_bound=frac > BANDWIDTH_BOUND_FRACTION, round_interval_s=interval,
             epsilon=None if last is None else last.epsilon, accuracy=None if last is None else last.accuracy,
-            loss=None if last is None else last.loss, **privacy))
+            loss=None if last is None else last.loss, bytes_per_stage=per_stage,
+            round_completes=sum(completes) / len(completes) if completes else None, **privacy))
     return rows
+
+
+def _mean_bytes_per_stage(traffic: list[RoundTraffic]) -> dict[str, tuple[float, float]]:
+    """Per stage (in the order the rounds ran them), the (down, up) bytes of a sampled client: the mean over
+    the rounds' clients, a stage a client skipped counting as 0 for it."""
+    sums: dict[str, list[float]] = {}
+    clients = 0
+    for t in traffic:
+        for cid in t.clients:
+            clients += 1
+            for m in t.exchanges[cid]:
+                acc = sums.setdefault(m.stage, [0.0, 0.0])
+                acc[0] += m.bytes_down
+                acc[1] += m.bytes_up
+    return {stage: (down / clients, up / clients) for stage, (down, up) in sums.items()} if clients else {}
 
 
 def _mean_parts(parts: list[dict[str, float]]) -> dict[str, float]:
