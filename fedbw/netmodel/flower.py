@@ -189,7 +189,7 @@ class DeploymentClock:
         st.class_late = [sum(lane.class_late[j] for lane in central) / len(central) for j in range(len(classes))]
         st.deadline_wait_s = sum(lane.deadline_wait_s for lane in central) / len(central)
         # the ServerApp pulls a class's replies one after another from its class's start: each member's own
-        pull_each = [self.costs.local_cpu_s(k.m.bytes_up) / server_cpu for k in classes]
+        pull_each = [self.costs.serverapp_pull_s(k.m.objects_up, k.m.bytes_up) / server_cpu for k in classes]
         batch = [t.t_replied_s - p for t, p in zip(st.classes, pull_each)]  # a class's first pull starts
         rank = [0] * len(classes)
         replied = []
@@ -235,7 +235,7 @@ class DeploymentClock:
         for e in ex:
             anchors.update(dict.fromkeys(e.members, e.t_sent))
         # 6. the ServerApp polls from its push on; every reply in: aggregate
-        pull_each = [c.local_cpu_s(e.m.bytes_up) / server_cpu for e in ex]
+        pull_each = [c.serverapp_pull_s(e.m.objects_up, e.m.bytes_up) / server_cpu for e in ex]
         starts, taken, t_last = self._serverapp_polls(c, ex, pull_each, t_pushed, close,
                                                       self._gone_at(lane, silent, t0, t_pushed))
         pulled_end = max((t + p * e.count for t, p, e, k in zip(starts, pull_each, ex, taken) if k), default=t_pushed)
@@ -335,8 +335,10 @@ class DeploymentClock:
         while pos < n and got < wanted and not (t >= end and t > t_pushed):
             visible, t_poll = False, t  # the replies the SuperLink knows when this poll's pull starts
             while pos < n and (e := ex[j := order[pos]]).t_sending <= t_poll:
-                if e.t_sent > t:  # still uploading: pulled behind it
-                    t = pull_behind(t, e.t_sending, e.t_sent, e.m.objects_up, c)
+                if e.t_sent > t:  # still uploading: pulled behind it, each object's CPU as it comes in; the
+                    # first member is done when the last object is in and pulled, and not before all its CPU
+                    last_in = pull_behind(t, e.t_sending, e.t_sent, e.m.objects_up, c)
+                    t = max(last_in + pull_each[j] / max(1, e.m.objects_up), t + pull_each[j]) - pull_each[j]
                 starts[j], taken[j] = t, e.count
                 t += pull_each[j] * e.count
                 got += e.count

@@ -55,7 +55,7 @@ class FlowerCosts:
     hop_s_per_mib: float = 0.02  #: per MiB per hop: (de)serialise, sha256 on every store, copy
     clientapp_start_s: float = 1.4  #: a flwr-clientapp process: Python, Flower and the app's imports
     clientapp_other_s: float = 0.35  #: ClientApp work before the app's code: runtime pull, FAB install, load
-    #: per MiB moved between processes of one machine (ClientApp ↔ SuperNode, ServerApp ↔ SuperLink)
+    #: per MiB moved between processes of one machine (ClientApp ↔ SuperNode, the ServerApp's push)
     local_s_per_mib: float = 0.005
     app_setup_s: float = 0.0  #: fedbw's real-training apps per fresh process: import torch, build the model
     #: round trips a download makes in series besides the message's pull, its confirm and its objects
@@ -75,6 +75,13 @@ class FlowerCosts:
     def local_cpu_s(self, nbytes: float) -> float:
         """CPU time of moving ``nbytes`` between two processes of one machine: the local-copy term."""
         return LOCAL_COPY.seconds(self, nbytes=nbytes)
+
+    def serverapp_pull_s(self, objects: int, nbytes: float) -> float:
+        """The ServerApp's pull of one stored reply from the SuperLink: one ``PullObject`` request per object
+        (``HttpGrid.pull_messages`` → ``pull_objects``), both ends on the server — a hop over loopback, the
+        hop term. (It was the local-copy term, per MiB alone, until validation 4's replies of ~600 objects
+        waited 2 to 12 s longer in the ServerApp's poll than that charged: docs/fidelity.md.)"""
+        return self.hop_cpu_s(objects, nbytes)
 
     def aggregate_s(self, reply_bytes: float) -> float:
         """The server's work between stages over ``reply_bytes`` of replies: the aggregation term."""

@@ -63,8 +63,8 @@ def HOP(objects: float, nbytes: float) -> dict[str, float]:
 
 
 @_term("local_copy", ("local_s_per_mib",),
-       "Moving a message between two processes of one machine (ClientApp ↔ SuperNode, ServerApp ↔ "
-       "SuperLink): per MiB.")
+       "Moving a message between two processes of one machine (ClientApp ↔ SuperNode, the ServerApp's push "
+       "to the SuperLink): per MiB. (The ServerApp's pull of a reply, object by object, is a hop.)")
 def LOCAL_COPY(nbytes: float) -> dict[str, float]:
     return {"local_s_per_mib": nbytes / MIB}
 

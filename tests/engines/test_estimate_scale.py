@@ -46,11 +46,12 @@ def test_a_thousand_clients_split_the_server_link_by_hand():
 
 def test_a_thousand_identical_deployment_clients_differ_only_in_the_serverapp_pull_order():
     """A Flower deployment, server link unlimited: every client's link, compute and Flower parts are the
-    same; the ServerApp pulls their replies one after another, each pull taking local_s_per_mib × its MiB,
-    so the replies' pickup waits climb by exactly that step and the barrier is the last one pulled."""
+    same; the ServerApp pulls their replies one after another, each pull a hop over loopback (one request
+    per object and its bytes: the hop term), so the replies' pickup waits climb by exactly that step and the
+    barrier is the last one pulled."""
     plan = build_plan(_config(1000, server={"link": "none"}))
     (ex,) = plan.predicted_exchanges(1)
-    step = plan.costs.local_s_per_mib * ex.bytes_up / MIB
+    step = plan.costs.hop_object_s * ex.objects_up + plan.costs.hop_s_per_mib * ex.bytes_up / MIB
     result = run_estimate(plan, "t")
     first = [c.stages[0] for c in result.clients if c.round == 1]
     assert len({(s.t_down_s, s.t_up_s, s.t_compute_s) for s in first}) == 1

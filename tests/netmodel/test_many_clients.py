@@ -12,9 +12,10 @@ from fedbw.netmodel.sharing import Flow, finish_times, water_fill
 from fedbw.netmodel.transfer import ClientLink
 
 MIB = 2**20
-#: Every CPU cost zero but moving bytes between local processes: 0.1 s per MiB, so the ServerApp's pull
-#: of a 1 MiB reply takes 0.1 s and the round's arithmetic stays checkable by hand.
-LOCAL_ONLY = FlowerCosts(request_s=0.0, hop_object_s=0.0, hop_s_per_mib=0.0,
+#: Every CPU cost zero but moving bytes: 0.1 s per MiB between local processes and over a hop, so the
+#: ClientApp's hand-back of a 1 MiB reply, its upload's CPU and the ServerApp's pull of it (a hop over
+#: loopback, one request per object) take 0.1 s each, and the round's arithmetic stays checkable by hand.
+LOCAL_ONLY = FlowerCosts(request_s=0.0, hop_object_s=0.0, hop_s_per_mib=0.1,
                          clientapp_start_s=0.0, clientapp_other_s=0.0, 
                          aggregate_s_per_mib=0.0, local_s_per_mib=0.1)
 FAST = ClientLink(8000.0, 8000.0, 0.0)  # 1 GB/s each way, no round trip
@@ -43,7 +44,9 @@ def test_a_hundred_thousand_downloads_behind_ten_gigabit():
 
 
 def _stage(clock: DeploymentClock, n: int, server_down: float = math.inf, link: ClientLink = FAST):
-    msgs = [StageMessage(cid, 1000, MIB, 1, 1, compute_s=2.0) for cid in range(n)]
+    # 2.05 s of training: a ClientApp that ends between the reply poll's 0.5 s steps, in a lane of one
+    # client as in a lane of three (at 2.0 s a lone client ends within a microsecond of a step)
+    msgs = [StageMessage(cid, 1000, MIB, 1, 1, compute_s=2.05) for cid in range(n)]
     return clock.run_stage("fit", msgs, {cid: link for cid in range(n)}, server_down_bytes_per_s=server_down)
 
 
@@ -53,13 +56,14 @@ def test_identical_clients_are_one_class_and_the_serverapp_pulls_them_in_turn():
     assert len(st.classes) == 1 and st.class_of == [0, 0, 0]
     # by hand: the class is laid out as its slowest member, whose unknown phases are the largest of 3 uniform
     # ones, ¾ of each interval at their mean: the idle nodes pull at 2.25 s (¾ of 3 s); the ClientApp runs
-    # 0.75 s later (SuperExec), trains 2 s, hands back its 1 MiB reply (0.1 s) at ≈ 5.1 s; the reply poll
-    # (every 0.5 s from "Received" at 2.25 s) sends at 5.25 s; uploads take 1 ms. The ServerApp polled at 0,
-    # 3 and 6 s: at 6 s it pulls the three replies one after another, 0.1 s each (1 MiB × 0.1 s/MiB)
+    # 0.75 s later (SuperExec), trains 2.05 s, hands back its 1 MiB reply (0.1 s) at ≈ 5.15 s; the reply poll
+    # (every 0.5 s from "Received" at 2.25 s) sends at 5.25 s; uploads take 0.1 s of CPU and 1 ms of link.
+    # The ServerApp polled at 0, 3 and 6 s: at 6 s it pulls the three replies one after another, 0.1 s each
+    # (1 MiB × 0.1 s/MiB over the loopback hop)
     replied = [m.t_replied_s for m in st.messages]
     assert replied == pytest.approx([6.1, 6.2, 6.3], abs=2e-3)
     polls = [m.parts["serverapp_poll_s"] for m in st.messages]
-    assert polls == pytest.approx([6.1 - 5.251, 6.2 - 5.251, 6.3 - 5.251], abs=2e-3)
+    assert polls == pytest.approx([6.1 - 5.351, 6.2 - 5.351, 6.3 - 5.351], abs=2e-3)
     assert st.messages[0].parts["supernode_poll_s"] == pytest.approx(2.25, abs=1e-3)  # from the push's end
     assert st.t_end_s == pytest.approx(6.3, abs=2e-3)
     # everything before the ServerApp's pull is the same for every member; a lone client waits the mean phase
@@ -72,11 +76,12 @@ def test_identical_clients_are_one_class_and_the_serverapp_pulls_them_in_turn():
 
 
 def test_replies_still_uploading_are_pulled_behind_their_upload():
-    # the same three clients behind a 1 MiB/s server downlink: each upload gets a third → 3 s, done at 7.5 s.
-    # At the 6 s poll all three are known; the first pull finds its one object missing and retries 1 s later
-    # (7 s, still missing), then 2 s later (9 s) → 9.0 s, +0.1 s; the other two are complete by then: 9.2, 9.3 s
+    # the same three clients behind a 1 MiB/s server downlink: each upload gets a third → 3 s (+ 0.1 s of
+    # CPU), done at 8.35 s. At the 6 s poll all three are known; the first pull finds its one object missing
+    # and retries 1 s later (7 s, still missing), then 2 s later (9 s) → 9.0 s, + the object's 0.1 s; the
+    # other two are complete by then: 9.2, 9.3 s
     st = _stage(DeploymentClock(LOCAL_ONLY, "expected"), 3, server_down=MIB)
-    assert [m.t_up_s for m in st.messages] == pytest.approx([3.0] * 3, abs=1e-6)
+    assert [m.t_up_s for m in st.messages] == pytest.approx([3.1] * 3, abs=1e-6)
     assert [m.t_replied_s for m in st.messages] == pytest.approx([9.1, 9.2, 9.3], abs=2e-3)
 
 
@@ -95,3 +100,23 @@ def test_different_links_poll_grids_and_sampled_phases_make_their_own_classes():
     # sampled phases: every client draws its own, so none share a class
     sampled = DeploymentClock(LOCAL_ONLY, "sampled", seed=1).run_stage("fit", msgs, {c: FAST for c in range(4)})
     assert len(sampled.classes) == 4
+
+
+def test_the_serverapp_pays_one_request_per_object_of_each_reply_it_pulls():
+    """Flower's ServerApp pulls a reply object by object from the SuperLink (``HttpGrid.pull_messages`` →
+    ``pull_objects``): a hop over loopback. A reply of 600 objects (a 3M-parameter model sent as 300 arrays)
+    takes 600 requests to pull where one of the same bytes in 1 object takes one: validation 4's ServerApp
+    polls of 2.7 to 13 s where the per-MiB copy charged 0.7 s."""
+    per_object = FlowerCosts(request_s=0.0, hop_object_s=0.002, hop_s_per_mib=0.0, clientapp_start_s=0.0,
+                             clientapp_other_s=0.0, aggregate_s_per_mib=0.0, local_s_per_mib=0.0)
+
+    def replied(objects: int) -> list[float]:
+        msgs = [StageMessage(cid, 1000, MIB, 1, objects, compute_s=2.05) for cid in range(3)]
+        st = DeploymentClock(per_object, "expected").run_stage("fit", msgs, {c: FAST for c in range(3)})
+        return [m.t_replied_s for m in st.messages]
+
+    few, many = replied(1), replied(600)
+    # one after another: each reply's pull is its objects × 2 ms (2 ms for one object, 1.2 s for 600)
+    assert [b - a for a, b in zip(few, few[1:])] == pytest.approx([0.002] * 2, abs=1e-9)
+    assert [b - a for a, b in zip(many, many[1:])] == pytest.approx([1.2] * 2, abs=1e-9)
+
