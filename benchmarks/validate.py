@@ -85,6 +85,7 @@ MODELS: dict[str, dict[str, Any]] = {
     "small-cnn": {"model": {"name": "small-cnn"}, "data": {"dataset": "digits"},
                   "clients": {"compute": "real"}, "training": {"local_epochs": 1}},
     "3M": {"model": {"name": "params=3M"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}},
+    "1M": {"model": {"name": "params=1M"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}},
     "resnet18": {"model": {"name": "resnet18"}, "clients": {"compute": "synthetic", "device_profile": "desktop-gpu"}},
     "mlp": {"model": {"name": "mlp"}, "data": {"dataset": "digits"}, "clients": {"compute": "real"},
             "training": {"local_epochs": 1}},
@@ -121,15 +122,28 @@ GRID_3: list[tuple[str, str, int, bool]] = [
     ("mlp", "mobile-5g", 4, True), ("resnet18", "home-50", 2, False), ("resnet18", "mobile-5g", 4, False),
     ("3M", "home-50", 4, True), ("resnet18", "home-50", 8, False), ("small-cnn", "home-30", 8, True),
 ]
-#: The grid a new validation freezes (validation 4): 12 configs that neither calibration nor validations 1 to 3
+#: Validation 4's grid: 12 configs that neither calibration nor validations 1 to 3
 #: ran — four model sizes (the MLP and the small CNN with real training on digits; the 3 M-parameter model and
 #: ResNet-18 with synthetic compute), five profiles (home-30, home-50, home-80, mobile-4g, mobile-5g), 2, 4 and
-#: 8 clients (3, 6 and 3 rows), plain and SecAgg+ (4 rows), every row at ONE_DILATION; cheapest first.
-GRID: list[tuple[str, str, int, bool]] = [
+#: 8 clients (3, 6 and 3 rows), plain and SecAgg+ (4 rows), every row at ONE_DILATION; cheapest first. Its 3M
+#: rows led to the ServerApp's pull as a hop (2026-12-07), so it is no longer held out.
+GRID_4: list[tuple[str, str, int, bool]] = [
     ("small-cnn", "mobile-5g", 2, False), ("mlp", "home-80", 2, False), ("3M", "home-50", 2, False),
     ("small-cnn", "home-30", 4, False), ("mlp", "home-80", 4, True), ("small-cnn", "mobile-4g", 4, True),
     ("3M", "home-80", 4, False), ("resnet18", "home-80", 4, False), ("resnet18", "home-30", 4, True),
     ("small-cnn", "home-80", 8, False), ("3M", "mobile-5g", 8, False), ("mlp", "home-50", 8, True),
+]
+#: The grid a new validation freezes (validation 5): 12 configs that neither calibration nor validations 1 to 4
+#: ran — six model sizes (the MLP and the small CNN with real training on digits; a 1 M- and the 3 M-parameter
+#: model, each sent as 300 arrays, about 600 objects a message, and ResNet-18 and ResNet-50 with synthetic
+#: compute: the change it checks is a cost per object), five profiles (home-30, home-50, home-80, mobile-4g,
+#: mobile-5g), 2, 4 and 8 clients (4, 6 and 2 rows), plain and SecAgg+ (3 rows), every row at ONE_DILATION;
+#: cheapest first.
+GRID: list[tuple[str, str, int, bool]] = [
+    ("mlp", "mobile-5g", 2, False), ("small-cnn", "home-50", 4, False), ("1M", "home-80", 2, False),
+    ("3M", "home-30", 2, False), ("mlp", "home-30", 4, True), ("small-cnn", "mobile-4g", 8, False),
+    ("1M", "mobile-5g", 4, False), ("3M", "mobile-4g", 4, False), ("resnet18", "mobile-4g", 4, False),
+    ("3M", "home-30", 4, True), ("1M", "home-50", 8, True), ("resnet50", "home-50", 2, False),
 ]
 
 
@@ -138,7 +152,7 @@ def row_id(model: str, profile: str, clients: int, secagg: bool) -> str:
 
 
 #: Every grid's rows by id: a resumed freeze finds its rows' configs here.
-ROWS = {row_id(*g): g for g in GRID_1 + GRID_2 + GRID_3 + GRID}
+ROWS = {row_id(*g): g for g in GRID_1 + GRID_2 + GRID_3 + GRID_4 + GRID}
 
 
 def row_config(model: str, profile: str, clients: int, secagg: bool) -> dict[str, Any]:
@@ -202,9 +216,13 @@ def frozen_now(calibration: str | None = None) -> dict[str, Any]:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
     measured_at = cal.provenance.get("dilation")
+    # the CPU the calibration was measured on: its provenance's (since 2026-12-07), else its crypto's machine
+    crypto_machine = getattr(cal.secagg, "machine", "") or ""
+    calibration_cpu = cal.provenance.get("cpu") or (crypto_machine.split(",")[0] if crypto_machine else None)
     return {"model_version": model_version(), "calibration": cal.fingerprint, "calibration_path": calibration,
             "calibration_file": cal.source if calibration is None else calibration,
-            "calibration_created_utc": cal.provenance.get("created_utc"), "commit": commit, "dirty": bool(dirty),
+            "calibration_created_utc": cal.provenance.get("created_utc"), "calibration_cpu": calibration_cpu,
+            "commit": commit, "dirty": bool(dirty),
             "calibration_dilation": None if measured_at is None else float(measured_at)}
 
 
@@ -218,6 +236,11 @@ def current_freeze(log: list[dict[str, Any]], new: bool, calibration: str | None
         if calibration is not None and calibration != last.get("calibration_path"):
             sys.exit(f"validate: validation {last['id']} froze the calibration {last['calibration_file']}; it resumes "
                      "with it (leave --calibration out), or --new starts another validation")
+        if last.get("cpu") is not None and last["cpu"] != cpu():
+            sys.exit(f"validate: validation {last['id']} was frozen on a {last['cpu']} and this host is a {cpu()}: its "
+                     "calibration's CPU costs are another machine's, so its remaining rows would test the host, not "
+                     "the model. Resume it on a host of that CPU, or close it with --abandon WHY and freeze anew with a "
+                     "calibration measured here.")
         state = frozen_now(last.get("calibration_path"))
         moved = [k for k in ("model_version", "calibration") if last[k] != state[k]]
         if moved:
@@ -229,6 +252,11 @@ def current_freeze(log: list[dict[str, Any]], new: bool, calibration: str | None
     if state["dirty"]:
         sys.exit("validate: commit first: a freeze names the commit whose model it validates")
     measured_at = state.pop("calibration_dilation", None)
+    if state.get("calibration_cpu") not in (None, cpu()):
+        sys.exit(f"validate: the calibration {state['calibration_file']} was measured on a {state['calibration_cpu']} "
+                 f"and this host is a {cpu()}: a validation of the model needs the CPU costs of the host it emulates "
+                 f"on. Measure one here first (fedbw calibrate --dilation {ONE_DILATION or 'auto'} --out FILE) and freeze it "
+                 "with --new --calibration FILE")
     if ONE_DILATION is not None and measured_at != ONE_DILATION:
         sys.exit(f"validate: the calibration {state['calibration_file']} was measured at dilation {measured_at}, and "
                  f"this freeze runs every row at {ONE_DILATION:g}; measure one there first (fedbw calibrate "
@@ -240,7 +268,7 @@ def current_freeze(log: list[dict[str, Any]], new: bool, calibration: str | None
                  "model since: not held out. Give GRID new configs.")
     freeze = {"kind": "freeze", "id": len(freezes) + 1, "created_utc": now(), **state, "rounds": ROUNDS,
               "trials": TRIALS, "max_dilation": MAX_DILATION, "dilation": ONE_DILATION, "machine": machine(),
-              "grid": [row_id(*g) for g in GRID]}
+              "cpu": cpu(), "grid": [row_id(*g) for g in GRID]}
     append(freeze)
     return freeze
 
@@ -249,6 +277,14 @@ def machine() -> str:
     import os
 
     return f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}"
+
+
+def cpu() -> str:
+    """The CPU's model: a freeze records it, and a grid resumes only on the same kind of CPU (the shared VM came
+    back on an AMD EPYC on 2026-12-07 where every calibration and validation before had an Intel Xeon)."""
+    from fedbw.collectives.machine import cpu_model
+
+    return cpu_model()
 
 
 # ---------------------------------------------------------------------------------------------- runs

@@ -195,8 +195,13 @@ def provenance(command: str) -> dict[str, Any]:
 
     import os
 
+    from fedbw.collectives.machine import cpu_model
+
+    # the CPU's model too: a shared VM can come back on another kind of host, whose CPU costs differ
+    # (2026-12-07: an AMD EPYC where every calibration so far had an Intel Xeon, ECDH 1.9× slower)
     return {"created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": f"{platform.platform()}, {os.cpu_count()} CPU(s)", "python": platform.python_version(),
+            "machine": f"{platform.platform()}, {os.cpu_count()} CPU(s)", "cpu": cpu_model(),
+            "python": platform.python_version(),
             "flwr": version("flwr"), "torch": version("torch"), "fedbw": version("fedbw"), "command": command}
 
 

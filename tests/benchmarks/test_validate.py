@@ -93,7 +93,7 @@ def test_the_grid_is_held_out_from_the_calibration_and_from_every_earlier_valida
     rows = [V.row_id(*g) for g in V.GRID]
     assert len(set(rows)) == len(rows) >= 12 and {g[2] for g in V.GRID} >= {2, 4, 8}
     # earlier validations' configs informed the model since
-    assert not set(rows) & {V.row_id(*g) for g in V.GRID_1 + V.GRID_2 + V.GRID_3}
+    assert not set(rows) & {V.row_id(*g) for g in V.GRID_1 + V.GRID_2 + V.GRID_3 + V.GRID_4}
     assert all(g[2] >= 2 for g in V.GRID)  # calibration ran one client
     assert not any(g[0] == SHAPED_MODEL and g[2] == 1 for g in V.GRID)
     assert {g[3] for g in V.GRID} == {True, False} and all(g[2] >= 3 for g in V.GRID if g[3])  # SecAgg+ needs 3
@@ -219,6 +219,35 @@ def test_the_log_resumes_keeps_failures_and_refuses_a_moved_model(tmp_path: Path
     V.append({"kind": "note", "freeze": 1, "row": "r", "trial": 0, "utc": "u", "text": "another run shared the host"})
     text = validation_markdown(V.summarize(V.read_log()))
     assert "1 failed; 1 × boom" in text and "Note on validation 1, r trial 0 (u): another run shared the host" in text
+
+
+def test_a_freeze_records_its_cpu_and_resumes_only_on_that_kind_of_cpu(tmp_path: Path, monkeypatch) -> None:
+    """A shared VM can come back on another kind of host (2026-12-07: an AMD EPYC after an Intel Xeon, whose
+    ECDH took half the time): rows emulated there would test the host against another machine's calibration."""
+    monkeypatch.setattr(V, "LOG", tmp_path / "runs.jsonl")
+    monkeypatch.setattr(V, "ONE_DILATION", None)
+    state = {"model_version": "m-a", "calibration": "c-a", "calibration_file": "x", "calibration_created_utc": "t",
+             "calibration_cpu": None, "commit": "0" * 40, "dirty": False}
+    monkeypatch.setattr(V, "frozen_now", lambda calibration=None: dict(state))
+    monkeypatch.setattr(V, "cpu", lambda: "Intel(R) Xeon(R) Processor")
+    assert V.current_freeze([], new=False)["cpu"] == "Intel(R) Xeon(R) Processor"
+    assert V.current_freeze(V.read_log(), new=False)["id"] == 1  # the same CPU: resumes
+    monkeypatch.setattr(V, "cpu", lambda: "AMD EPYC")
+    with pytest.raises(SystemExit, match="frozen on a Intel.*this host is a AMD EPYC"):
+        V.current_freeze(V.read_log(), new=False)
+    # a new freeze refuses a calibration measured on another CPU than this host's
+    monkeypatch.setattr(V, "GRID", V.GRID_1)
+    state["calibration_cpu"] = "Intel(R) Xeon(R) Processor"
+    with pytest.raises(SystemExit, match="measured on a Intel.*this host is a AMD EPYC"):
+        V.current_freeze(V.read_log(), new=True)
+    state["calibration_cpu"] = "AMD EPYC"
+    assert V.current_freeze(V.read_log(), new=True)["id"] == 2
+
+
+def test_the_calibrations_cpu_is_its_provenances_else_its_crypto_machines() -> None:
+    """validation 4's calibration names no CPU in its provenance; its crypto was timed on an Intel Xeon."""
+    state = V.frozen_now("benchmarks/results/calibration-dilation7.toml")
+    assert state["calibration_cpu"] == "Intel(R) Xeon(R) Processor"
 
 
 def _run_with_messages(run_dir: Path, errors: list[str | None]) -> None:
