@@ -436,40 +436,93 @@ def emulation_row(n: int, sim: Any, emus: list[Any]) -> dict[str, Any]:
     vsim = {(c.round, c.client_id, s.stage): s for c in sim.clients for s in c.stages}
     per_trial = [_emulated_transfers(vsim, emu, i) for i, emu in enumerate(emus)]
     transfers = [t for ts in per_trial for t in ts]
-    errs = [abs(t["error"]) for t in transfers if t["error"] is not None]
-    # apart from the downloads that met the push (None: a run that did not log the push's end)
-    known = all(t["met_push"] is not None for t in transfers if t["dir"] == "down")
-    clean = [abs(t["error"]) for t in transfers if t["error"] is not None and not t.get("met_push")] if known else []
     emu_rounds = [r for emu in emus for r in emu.rounds]
     steady_e = steady_rounds(emu_rounds)
-    steady_s = steady_rounds(sim.rounds)
     host = [r.host for r in emu_rounds if r.host is not None]
     e_round = statistics.mean(r.round_time_s for r in steady_e)
-    s_round = statistics.mean(r.round_time_s for r in steady_s)
     return {
         "clients": n, "dilation": host[0].dilation if host else 1.0, "cpu_capped": bool(host and host[0].cpu_capped),
-        "trials": len(emus), "transfers": transfers, "transfers_ge_1s": len(errs),
-        "transfers_within_2pct": sum(e <= 0.02 for e in errs),
-        "transfer_median_abs_error": statistics.median(errs) if errs else None,
-        "transfer_max_abs_error": max(errs, default=None),
-        "transfers_met_push": sum(bool(t.get("met_push")) for t in transfers) if known else None,
-        "transfers_apart_from_push": len(clean) if known else None,
-        "within_2pct_apart_from_push": sum(e <= 0.02 for e in clean) if known else None,
-        "transfer_median_abs_error_apart_from_push": statistics.median(clean) if clean else None,
-        "emulate_repeat": repeatability(per_trial),
-        "simulate_round_s": s_round, "emulate_round_s": e_round, "round_error": e_round / s_round - 1,
+        "trials": len(emus), "transfers": transfers, **transfer_summary(transfers),
+        "emulate_repeat": repeatability(per_trial), "emulate_round_s": e_round,
+        **simulate_side(sim, e_round),
         "emulate_round_sem_s": standard_error([r.round_time_s for r in steady_e]),
-        "simulate_rounds_s": [r.round_time_s for r in sim.rounds], "emulate_rounds_s": [r.round_time_s for r in emu_rounds],
+        "emulate_rounds_s": [r.round_time_s for r in emu_rounds],
         "emulate_trials_round_s": [statistics.mean(r.round_time_s for r in steady_rounds(emu.rounds)) for emu in emus],
         "emulate_comm_s": statistics.mean(r.comm_time_s for r in steady_e),
         "emulate_framework_s": statistics.mean(r.framework_time_s for r in steady_e),
-        "simulate_framework_s": statistics.mean(r.framework_time_s for r in steady_s),
         "host_share": statistics.mean(h.share for h in host) if host else None,
         "host_bound_rounds": sum(h.bound for h in host),
         "cpu_busy": statistics.mean(h.cpu_busy for h in host if h.cpu_busy is not None)
         if any(h.cpu_busy is not None for h in host) else None,
         "framework_parts_s": [r.extra.get("framework_parts_s", {}) for r in emu_rounds],
     }
+
+
+def transfer_summary(transfers: list[dict[str, Any]]) -> dict[str, Any]:
+    """A row's transfers (emulate beside simulate) in numbers: how many, how many within 2 %, the median and
+    largest |error|, and the same apart from the downloads that met the ServerApp's push."""
+    errs = [abs(t["error"]) for t in transfers if t["error"] is not None]
+    # apart from the downloads that met the push (None: a run that did not log the push's end)
+    known = all(t["met_push"] is not None for t in transfers if t["dir"] == "down")
+    clean = [abs(t["error"]) for t in transfers if t["error"] is not None and not t.get("met_push")] if known else []
+    return {"transfers_ge_1s": len(errs), "transfers_within_2pct": sum(e <= 0.02 for e in errs),
+            "transfer_median_abs_error": statistics.median(errs) if errs else None,
+            "transfer_max_abs_error": max(errs, default=None),
+            "transfers_met_push": sum(bool(t.get("met_push")) for t in transfers) if known else None,
+            "transfers_apart_from_push": len(clean) if known else None,
+            "within_2pct_apart_from_push": sum(e <= 0.02 for e in clean) if known else None,
+            "transfer_median_abs_error_apart_from_push": statistics.median(clean) if clean else None}
+
+
+def simulate_side(sim: Any, emulate_round_s: float) -> dict[str, Any]:
+    """A row's model figures: simulate's steady round against emulate's, its rounds and Flower's time."""
+    steady_s = steady_rounds(sim.rounds)
+    s_round = statistics.mean(r.round_time_s for r in steady_s)
+    return {"simulate_round_s": s_round, "round_error": emulate_round_s / s_round - 1,
+            "simulate_rounds_s": [r.round_time_s for r in sim.rounds],
+            "simulate_framework_s": statistics.mean(r.framework_time_s for r in steady_s)}
+
+
+def remodel(path: Path, out: Path) -> dict[str, Any]:
+    """An emulation result's model side again, under this fedbw's model: simulate runs again for each row's
+    config (with the calibration the result names) and every transfer and round of the emulate runs the
+    result kept is set beside it anew. emulate's own figures are the original run's, untouched (its run
+    directories need not exist): a model change then costs a simulate run, not the emulations again. The
+    transfers compared are those the original run kept (≥ 1 s in emulate or in the simulate of then)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("case") != "emulation":
+        raise SystemExit(f"agreement: --remodel takes an emulation result (--case emulation); {path} is "
+                         f"{data.get('case')!r}")
+    where = (data.get("calibration") or {}).get("file", "catalog")
+    cal = None if where == "catalog" else str(ROOT / where)
+    sims: dict[int, Any] = {}
+    for row in data["rows"]:
+        if "transfers" not in row:  # a row whose emulate failed: nothing to set beside
+            continue
+        n = row["clients"]
+        if n not in sims:
+            cfg = {**data["config"], "name": f"emulation-{n}", "training": {"rounds": data["rounds"]},
+                   "clients": {**data["config"]["clients"], "total": n, "per_round": n}}
+            sims[n] = run(with_calibration(cfg, cal), "simulate", out)
+        vsim = {(c.round, c.client_id, st.stage): st for c in sims[n].clients for st in c.stages}
+        for t in row["transfers"]:
+            v = vsim.get((t["round"], t["client"], t["stage"]))
+            t["simulate_s"] = None if v is None else getattr(v, f"t_{t['dir']}_s")
+            t["error"] = t["emulate_s"] / t["simulate_s"] - 1 if t["simulate_s"] else None
+        row.update(transfer_summary(row["transfers"]), **simulate_side(sims[n], row["emulate_round_s"]))
+    from fedbw.calibration.file import model_stamp
+
+    previous = {"date": data.get("date"), "made_by": data.get("made_by")}
+    data["remodelled"] = [*data.get("remodelled", []), {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(), "previous": previous}]
+    data["made_by"] = model_stamp(base_calibration().costs() if cal is None else _read_costs(cal))
+    return data
+
+
+def _read_costs(path: str) -> Any:
+    from fedbw.calibration.file import read_calibration
+
+    return read_calibration(path).costs()
 
 
 def _emulated_transfers(vsim: dict[tuple[int, int, str], Any], emu: Any, trial: int) -> list[dict[str, Any]]:
@@ -647,7 +700,20 @@ def main() -> None:
     ap.add_argument("--reuse", type=Path, action="append", default=[],
                     help="a directory of finished runs from an interrupted run of this benchmark (resumed, not rerun)")
     ap.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/agreement-<case>.json")
+    ap.add_argument("--remodel", type=Path, default=None, metavar="RESULT",
+                    help="emulation: set the emulate runs an earlier RESULT kept beside simulate under this model "
+                         "(simulate runs again, emulate does not); written back to RESULT unless --out")
     args = ap.parse_args()
+    if args.remodel is not None:
+        if not args.remodel.is_file():
+            ap.error(f"--remodel {args.remodel}: no such result file")
+        out = ROOT / "runs" / f"agreement-remodel-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+        out.mkdir(parents=True, exist_ok=True)
+        data = remodel(args.remodel, out)
+        target = args.out or args.remodel
+        target.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {target}; `fedbw docs` regenerates docs/fidelity.md from it")
+        return
     REUSE.extend(args.reuse)
     RESCALE[0] = args.rescale_to_host
     TRIALS[0] = max(1, args.trials)

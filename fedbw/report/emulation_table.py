@@ -47,8 +47,19 @@ def emulation_markdown(data: dict[str, Any]) -> str:
               f"{_trials_note(data.get('trials', 1))}; round figures are means of rounds 2 and later (± their standard "
               f"error, where there are two or more); errors are |emulate / simulate − 1|. Measured {data['date']} "
               f"on {data['machine']}.{calibration_note(data)}{speed_note(data, data['rows'])}"
-              f"{reused_note(data.get('reused') or [])}\n\n" + _emulation_verdict(data["rows"])
+              f"{reused_note(data.get('reused') or [])}{_remodelled_note(data)}\n\n" + _emulation_verdict(data["rows"])
             + _periods(data["rows"]))
+
+
+def _remodelled_note(data: dict[str, Any]) -> str:
+    """Where the model's side was set beside the kept emulate runs again (``agreement.py --remodel``): when, and
+    that emulate's figures are the original run's."""
+    done = data.get("remodelled") or []
+    if not done:
+        return ""
+    last = done[-1]
+    return (f" The simulate side was run again on {last['date']} ({last.get('machine', '?')}) under the model named "
+            f"below (`agreement.py --remodel`); emulate's figures are the run of {data['date']}'s, untouched.")
 
 
 def _periods(rows: list[dict[str, Any]]) -> str:

@@ -110,3 +110,41 @@ def test_caps_periods_give_a_row_each_in_the_order_asked(monkeypatch: pytest.Mon
     assert [r["cap_period_ms"] for r in result["rows"]] == [100, 400, 400, 100]
     bench.emulation(tmp_path, 3, [8], ["7"])
     assert asked[-1] == ("emulation-8", {"dilation": 7.0})  # without periods: emulate's own, as before
+
+
+def test_remodel_sets_the_kept_emulate_runs_beside_a_new_simulate_and_leaves_emulate_alone(
+        tmp_path: Path, monkeypatch) -> None:
+    """A model change costs a simulate run, not the emulations again: the row's model figures come from the
+    new simulate, emulate's stay the original run's, and the result says it was remodelled."""
+    import json
+
+    sim_then = _run(tmp_path, [20.0, 20.0, 20.0], [10.0, 10.0, 10.0])
+    sim_then.rounds = [SimpleNamespace(**{**vars(r), "host": None}) for r in sim_then.rounds]
+    emu = _run(tmp_path, [22.0, 21.0, 23.0], [10.1, 10.2, 10.3])
+    row = {**bench.emulation_row(2, sim_then, [emu]), "cap_period_ms": 100}
+    data = {"case": "emulation", "date": "then", "machine": "m", "rows": [row], "rounds": 3, "trials": 1,
+            "config": {"clients": {"total": 2, "per_round": 2}}, "calibration": {"file": "catalog"},
+            "made_by": {"model_version": "m-old", "calibration": "c-x"}}
+    path = tmp_path / "agreement-cap-period.json"
+    path.write_text(json.dumps(data))
+    sim_now = _run(tmp_path, [25.0, 25.0, 25.0], [12.0, 12.0, 12.0])
+    sim_now.rounds = [SimpleNamespace(**{**vars(r), "host": None}) for r in sim_now.rounds]
+    calls = []
+    monkeypatch.setattr(bench, "run", lambda cfg, engine, out: calls.append((cfg["name"], engine)) or sim_now)
+    out = bench.remodel(path, tmp_path)
+    assert calls == [("emulation-2", "simulate")]
+    (new,) = out["rows"]
+    assert new["emulate_rounds_s"] == row["emulate_rounds_s"] and new["emulate_round_s"] == row["emulate_round_s"]
+    assert new["simulate_round_s"] == pytest.approx(25.0) and new["round_error"] == pytest.approx(22.0 / 25.0 - 1)
+    ups = [t for t in new["transfers"] if t["dir"] == "up"]
+    assert [t["simulate_s"] for t in ups] == [12.0] * 3 and ups[0]["error"] == pytest.approx(10.1 / 12.0 - 1)
+    assert new["transfers_within_2pct"] == 3 and new["cap_period_ms"] == 100  # the downloads, 3.0 s in both
+    assert out["remodelled"][0]["previous"] == {"date": "then", "made_by": {"model_version": "m-old",
+                                                                             "calibration": "c-x"}}
+    from fedbw.netmodel.version import model_version
+
+    assert out["made_by"]["model_version"] == model_version()
+    # only emulation results: another case is refused with one line
+    path.write_text(json.dumps({**data, "case": "deployment"}))
+    with pytest.raises(SystemExit, match="emulation result"):
+        bench.remodel(path, tmp_path)
