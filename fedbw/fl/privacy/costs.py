@@ -79,11 +79,12 @@ def _mean_over_missing(shares: list[bytes]) -> float:
 
 def machine_description() -> str:
     """CPU model, cores and Python: where the constants were measured."""
-    from fedbw.collectives.machine import cpu_model
-
-    model = cpu_model()
-    if model == "?":
-        model = platform.processor() or platform.machine()
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), model)
+    except OSError:
+        pass
     return f"{model}, {os.cpu_count()} CPU(s), {platform.system()} {platform.machine()}, Python {platform.python_version()}"
 
 
