@@ -100,7 +100,8 @@ def run_sweep(config: Path, param: str, points: list[Any], overrides: list[str] 
         tl = steady_timeline(plan)  # the rounds before it on the same deployment clock, as estimate runs them
         first = tl.client_rows(plan.sampled_clients(r)[0])
         rows.append(SweepPoint(value, tl.round_time_s, tl.comm_time_s, tl.comm_fraction, tl.bandwidth_bound,
-                               sum(t.bytes_up for t in first), sum(t.bytes_down for t in first)))
+                               sum(t.bytes_up for t in first), sum(t.bytes_down for t in first),
+                               lost_replies=plan.lost_replies()))
     return rows
 
 

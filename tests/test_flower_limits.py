@@ -93,3 +93,28 @@ def test_an_emulation_is_warned_before_it_starts(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, ["run", str(cfg)])
     assert res.exit_code == 2
     assert res.output.index("would lose") < res.output.index("not started in this test")
+
+
+SLOW_SECAGG = ('engine = "estimate"\n[model]\nname = "resnet18"\n[clients]\ntotal = 3\nper_round = 3\n'
+               '[training]\nrounds = 1\n[privacy.secagg]\nenabled = true\n[network]\nprofile = "home-30"\n')
+
+
+def test_an_analytic_sweep_warns_of_the_values_whose_replies_flower_would_drop(tmp_path):
+    """--param up_mbps: a value below ~4.2 Mbps cannot push ResNet-18's masked vector in one session."""
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(SLOW_SECAGG)
+    res = CliRunner().invoke(app, ["sweep", str(cfg), "--param", "up_mbps", "--values", "2,30"])
+    assert res.exit_code == 0, res.output
+    assert "up_mbps = 2: 3 of 3 clients' collect_masked_vectors reply" in res.output
+    assert "up_mbps = 30" not in res.output
+
+
+def test_a_grid_sweep_warns_of_its_points_before_they_run(tmp_path):
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(SLOW_SECAGG.replace('profile = "home-30"\n',
+                                       'profile = "home-30"\noverrides = [{client = 1, up_mbps = 2.0}]\n'))
+    res = CliRunner().invoke(app, ["sweep", str(cfg), "--grid", "privacy.secagg.enabled=false,true",
+                                   "--set", f'output_dir="{tmp_path / "runs"}"', "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "sweep point 2 (true): 1 of 3 clients' collect_masked_vectors reply" in res.output
+    assert "sweep point 1" not in res.output

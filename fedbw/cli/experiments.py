@@ -126,6 +126,7 @@ def sweep(config: Path = typer.Argument(..., help="experiment TOML"),
             from fedbw.report.terminal import render_sweep
 
             rows = run_sweep(config, param, points, sets)
+            warn([f"{param} = {r.value}: {note}" for r in rows for note in r.lost_replies])
             if json_out:
                 out.print_json(json.dumps([asdict(r) for r in rows]))
             elif quiet:
@@ -193,6 +194,7 @@ class SweepBar:
         self._t0 = 0.0
 
     def prepared(self, prepared) -> None:
+        warn(prepared.notes)  # before any point runs, quiet or not: a point Flower could not finish
         self.sweep_dir = prepared.sweep_dir
         self._rounds = {i: c.training.rounds for i, c in prepared.configs.items()}
         todo = prepared.todo

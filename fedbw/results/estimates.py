@@ -4,7 +4,7 @@ engine and :mod:`fedbw.compare` build them; the report reads them (so they live 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fedbw.config import ExperimentConfig
@@ -80,3 +80,7 @@ class SweepPoint:
     bandwidth_bound: bool
     bytes_up_per_client: float
     bytes_down_per_client: float
+    #: what a real deployment would lose at this value before timing matters: replies Flower's object-push
+    #: session drops (fedbw.flower_limits; one sentence per stage); the round time then describes a round
+    #: Flower never finishes
+    lost_replies: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -51,6 +51,9 @@ class PreparedSweep:
     sweep_dir: Path
     index: SweepIndex
     configs: dict[int, ExperimentConfig]  #: by point index
+    #: per point, what a real Flower deployment of it would lose before timing matters (replies Flower's
+    #: object-push session drops, fedbw.flower_limits): said before anything runs
+    notes: list[str] = field(default_factory=list)
 
     @property
     def todo(self) -> list[GridPoint]:
@@ -104,19 +107,20 @@ def prepare_sweep(config: Path, grid: list[str], sets: list[str], engine: str | 
         index = SweepIndex(base.name, str(config), _sha256(config), effective_engine, list(sets), axes,
                            [GridPoint(i + 1, o) for i, o in enumerate(grid_points(axes))], _utc(), command)
         sweep_dir = None  # created once every point has been checked
-    configs = {}
+    configs, notes = {}, []
     for p in index.points:
         cfg = _point_config(config, sets, engine_sets, p, index.name, sweep_dir or Path(base.output_dir))
         try:
-            planned(cfg)
+            plan = planned(cfg)
         except ConfigError as exc:
             raise ConfigError(f"sweep point {p.index} ({p.label}): {exc}") from None
         configs[p.index] = cfg
+        notes += [f"sweep point {p.index} ({p.label}): {note}" for note in plan.lost_replies()]
     if sweep_dir is None:
         sweep_dir = fresh_stamped_dir(Path(base.output_dir), f"{base.name}-sweep")
         configs = {i: c.model_copy(update={"output_dir": str(sweep_dir)}) for i, c in configs.items()}
         write_index(sweep_dir, index)
-    return PreparedSweep(sweep_dir, index, configs)
+    return PreparedSweep(sweep_dir, index, configs, notes)
 
 
 def _check_same_sweep(index: SweepIndex, config: Path, sets: list[str], engine: str, axes: list[GridAxis]) -> None:

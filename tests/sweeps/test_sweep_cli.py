@@ -84,6 +84,7 @@ def test_the_bar_gives_the_running_points_eta_from_its_rounds_and_the_sweeps_fro
         index = type("I", (), {"points": [GridPoint(1, {"k": 1}), GridPoint(2, {"k": 2}), GridPoint(3, {"k": 3})]})
         configs = {i: type("C", (), {"training": type("T", (), {"rounds": 4})})() for i in (1, 2, 3)}
         todo = index.points
+        notes: list[str] = []
 
     bar = SweepBar(quiet=False)
     monkeypatch.setattr(ex, "err", Console(file=open("/dev/null", "w")))
