@@ -489,10 +489,13 @@ def remodel(path: Path, out: Path) -> dict[str, Any]:
     result kept is set beside it anew. emulate's own figures are the original run's, untouched (its run
     directories need not exist): a model change then costs a simulate run, not the emulations again. The
     transfers compared are those the original run kept (≥ 1 s in emulate or in the simulate of then)."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("case") != "emulation":
-        raise SystemExit(f"agreement: --remodel takes an emulation result (--case emulation); {path} is "
-                         f"{data.get('case')!r}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"agreement: --remodel {path}: not a readable result file ({exc})") from None
+    if not isinstance(data, dict) or data.get("case") != "emulation":
+        case = data.get("case") if isinstance(data, dict) else None
+        raise SystemExit(f"agreement: --remodel takes an emulation result (--case emulation); {path} is {case!r}")
     where = (data.get("calibration") or {}).get("file", "catalog")
     cal = None if where == "catalog" else str(ROOT / where)
     sims: dict[int, Any] = {}
@@ -515,14 +518,10 @@ def remodel(path: Path, out: Path) -> dict[str, Any]:
     previous = {"date": data.get("date"), "made_by": data.get("made_by")}
     data["remodelled"] = [*data.get("remodelled", []), {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(), "previous": previous}]
-    data["made_by"] = model_stamp(base_calibration().costs() if cal is None else _read_costs(cal))
-    return data
-
-
-def _read_costs(path: str) -> Any:
     from fedbw.calibration.file import read_calibration
 
-    return read_calibration(path).costs()
+    data["made_by"] = model_stamp((base_calibration() if cal is None else read_calibration(cal)).costs())
+    return data
 
 
 def _emulated_transfers(vsim: dict[tuple[int, int, str], Any], emu: Any, trial: int) -> list[dict[str, Any]]:

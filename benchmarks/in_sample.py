@@ -19,6 +19,7 @@ Writes benchmarks/results/in-sample.json; `fedbw docs` renders it in docs/fideli
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import sys
@@ -32,6 +33,7 @@ OUT = ROOT / "benchmarks" / "results" / "in-sample.json"
 VALIDATION = ROOT / "benchmarks" / "results" / "validation.json"
 
 
+@functools.lru_cache(maxsize=1)
 def calibration_files() -> tuple[dict[str, str], dict[str, str]]:
     """Every calibration in the repository that reads in its current form, by fingerprint and by the time its
     run was measured (the shipped one first: a tie keeps it)."""
@@ -152,6 +154,8 @@ def main() -> None:
     if args.estimates_only:
         print(json.dumps(estimates_only()))
         return
+    if args.previous_root is not None and not (args.previous_root / "fedbw").is_dir():
+        ap.error(f"--previous-root {args.previous_root}: not a fedbw checkout (no fedbw/ package there)")
     data = diagnose(previous_estimates(args.previous_root.resolve()) if args.previous_root else None)
     OUT.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     for v in data["validations"]:

@@ -216,12 +216,9 @@ def frozen_now(calibration: str | None = None) -> dict[str, Any]:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
     measured_at = cal.provenance.get("dilation")
-    # the CPU the calibration was measured on: its provenance's (since 2026-12-07), else its crypto's machine
-    crypto_machine = getattr(cal.secagg, "machine", "") or ""
-    calibration_cpu = cal.provenance.get("cpu") or (crypto_machine.split(",")[0] if crypto_machine else None)
     return {"model_version": model_version(), "calibration": cal.fingerprint, "calibration_path": calibration,
             "calibration_file": cal.source if calibration is None else calibration,
-            "calibration_created_utc": cal.provenance.get("created_utc"), "calibration_cpu": calibration_cpu,
+            "calibration_created_utc": cal.provenance.get("created_utc"), "calibration_cpu": cal.cpu,
             "commit": commit, "dirty": bool(dirty),
             "calibration_dilation": None if measured_at is None else float(measured_at)}
 

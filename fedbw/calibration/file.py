@@ -86,6 +86,16 @@ class Calibration:
                            intervals=intervals)
 
     @property
+    def cpu(self) -> str | None:
+        """The CPU model the constants were measured on: the provenance's (files since 2026-12-07), else the one
+        SecAgg+'s crypto was timed on; None when the file says neither. One VM name can come back on another
+        kind of host (an AMD EPYC after an Intel Xeon, 2026-12-07), whose CPU costs are not these."""
+        if self.provenance.get("cpu"):
+            return str(self.provenance["cpu"])
+        machine = getattr(self.secagg, "machine", "") or ""
+        return machine.split(",")[0] or None
+
+    @property
     def fingerprint(self) -> str:
         """What the model reads from this calibration, hashed (``c-`` and 12 hex digits): every constant's
         value and interval and the SecAgg+ primitives, not the provenance or the file's layout. Results

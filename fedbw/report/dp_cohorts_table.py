@@ -11,14 +11,11 @@ from pathlib import Path
 from fedbw.report.doc_blocks import (TABLES, load_result, made_by, made_by_line, md_table, missing, result_table,
                                      stale_note)
 from fedbw.report.format import fmt_s_interval
+from fedbw.report.privacy_scale_table import SCALE_CMD, row_kind
 
 DP_CMD = "fedbw study experiments/dp-cohorts.toml --result benchmarks/results/dp-cohorts.json"
 #: "within a few points of plain": the accuracy loss the page's sentence names the cohort for
 CLOSE_POINTS = 3.0
-
-
-def _kind(row: dict[str, Any]) -> str:
-    return row.get("kind") or row["variant"]
 
 
 def _axis(data: dict[str, Any]) -> str:
@@ -30,7 +27,7 @@ def closest_cohorts(data: dict[str, Any], points: float = CLOSE_POINTS) -> dict[
     percentage points of the baseline's in the same cell (None: at no value the study ran)."""
     baseline, key = data.get("baseline", "plain"), _axis(data)
     first = data["profiles"][0]
-    acc = {(_kind(r), r["cell"][key]): r["accuracy"] for r in data["rows"] if r["profile"] == first}
+    acc = {(row_kind(r), r["cell"][key]): r["accuracy"] for r in data["rows"] if r["profile"] == first}
     out: dict[str, Any] = {}
     for kind in dict.fromkeys(k for k, _ in acc):
         if kind == baseline:
@@ -47,8 +44,8 @@ def dp_cohorts_markdown(data: dict[str, Any]) -> str:
     sampling and adjacency, and the cohort's steady round re-timed on each profile, with its interval."""
     baseline, key = data.get("baseline", "plain"), _axis(data)
     profiles = data["profiles"]
-    by = {(_kind(r), json.dumps(r["cell"], sort_keys=True), r["profile"]): r for r in data["rows"]}
-    kinds = list(dict.fromkeys(_kind(r) for r in data["rows"]))
+    by = {(row_kind(r), json.dumps(r["cell"], sort_keys=True), r["profile"]): r for r in data["rows"]}
+    kinds = list(dict.fromkeys(row_kind(r) for r in data["rows"]))
     cells = list(dict.fromkeys(json.dumps(r["cell"], sort_keys=True) for r in data["rows"]))
     rows = []
     for cell in cells:
@@ -83,7 +80,7 @@ def _answer_secagg(scale: dict[str, Any], profile: str) -> list[list[str]]:
     uplink against plain."""
     out = []
     grid = scale["grid"]
-    by = {(_kind(r), r["cell"].get("model.name"), r["cell"].get("clients.per_round")): r
+    by = {(row_kind(r), r["cell"].get("model.name"), r["cell"].get("clients.per_round")): r
           for r in scale["rows"] if r["profile"] == profile}
     cohorts = grid.get("clients.per_round", [])
     for model in grid.get("model.name", []):
@@ -111,7 +108,7 @@ def answer_markdown(scale: dict[str, Any] | None, cohorts: dict[str, Any] | None
     if cohorts:
         key = _axis(cohorts)
         first = cohorts["profiles"][0]
-        by = {(_kind(r), r["cell"][key], r["profile"]): r for r in cohorts["rows"]}
+        by = {(row_kind(r), r["cell"][key], r["profile"]): r for r in cohorts["rows"]}
         rows = []
         for kind, n in closest_cohorts(cohorts).items():
             if n is None:
@@ -128,9 +125,6 @@ def answer_markdown(scale: dict[str, Any] | None, cohorts: dict[str, Any] | None
                      + f"\nFrom `{cohorts.get('command')}` ({cohorts.get('engine')} engine, real training), started "
                        f"{cohorts.get('started_utc')}.\n")
     return "\n".join(lines) if lines else "(no study data yet: run the two commands below)\n"
-
-
-SCALE_CMD = "fedbw study experiments/privacy-at-scale.toml --result benchmarks/results/privacy-at-scale.json"
 
 
 def render_answer(root: Path) -> str:

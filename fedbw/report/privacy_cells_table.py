@@ -12,17 +12,13 @@ from typing import Any
 
 from fedbw.report.doc_blocks import md_table, result_table
 from fedbw.report.format import fmt_bytes, fmt_pct, fmt_s, fmt_s_interval
-from fedbw.report.privacy_scale_table import SCALE_CMD
+from fedbw.report.privacy_scale_table import SCALE_CMD, row_kind
 
 #: The framework parts that are the server's CPU: FedAvg's aggregation and SecAgg+'s server crypto (which
 #: the deployment clock charges after each stage as ``server_extra_s``; the unmasking is most of it).
 SERVER_CPU_PARTS = ("server_aggregate_s", "server_extra_s")
 #: How the stages read in a narrow column (Flower's SecAgg+ stage names are long).
 STAGE_SHORT = {"setup": "setup", "share_keys": "keys", "collect_masked_vectors": "masked", "unmask": "unmask"}
-
-
-def _kind(row: dict[str, Any]) -> str:
-    return row.get("kind") or row["variant"]
 
 
 def _stages_up(row: dict[str, Any]) -> str:
@@ -58,7 +54,7 @@ def privacy_cells_markdown(data: dict[str, Any]) -> str:
         if r["profile"] != profile:
             continue
         ratio = r.get("round_ratio")
-        rows.append([*(str(r["cell"].get(k)) for k in grid), _kind(r), fmt_bytes(r["bytes_up_per_client"]),
+        rows.append([*(str(r["cell"].get(k)) for k in grid), row_kind(r), fmt_bytes(r["bytes_up_per_client"]),
                      fmt_bytes(r["bytes_down_per_client"]), _stages_up(r), fmt_s(r["comm_time_s"]),
                      fmt_s(r.get("framework_time_s")), _server_cpu(r),
                      fmt_s_interval(r["round_time_s"], r.get("round_interval_s")),

@@ -13,7 +13,7 @@ from fedbw.report.format import fmt_s, fmt_s_interval
 SCALE_CMD = ("fedbw study experiments/privacy-at-scale.toml --result benchmarks/results/privacy-at-scale.json")
 
 
-def _kind(row: dict[str, Any]) -> str:
+def row_kind(row: dict[str, Any]) -> str:
     """A study.json row's variant as the study file names it (older files: the run's name)."""
     return row.get("kind") or row["variant"]
 
@@ -29,8 +29,8 @@ def privacy_at_scale_markdown(data: dict[str, Any]) -> str:
     variant's round time against it and, where it differs from 1, its uplink bytes against it."""
     baseline = data.get("baseline", "plain")
     grid: dict[str, list[Any]] = data["grid"]
-    kinds = [k for k in dict.fromkeys(_kind(r) for r in data["rows"]) if k != baseline]
-    by = {(_kind(r), json.dumps(r["cell"], sort_keys=True), r["profile"]): r for r in data["rows"]}
+    kinds = [k for k in dict.fromkeys(row_kind(r) for r in data["rows"]) if k != baseline]
+    by = {(row_kind(r), json.dumps(r["cell"], sort_keys=True), r["profile"]): r for r in data["rows"]}
     cells = list(dict.fromkeys(json.dumps(r["cell"], sort_keys=True) for r in data["rows"]))
     head = [*grid, "profile", f"{baseline} round", *(f"{k}: round (up)" for k in kinds)]
     rows = []
@@ -47,7 +47,7 @@ def privacy_at_scale_markdown(data: dict[str, Any]) -> str:
                 up = _ratio(r, "uplink_ratio")
                 line.append(_ratio(r, "round_ratio") + ("" if up in ("1.00×", "-") else f" ({up})"))
             rows.append(line)
-    plain = [r["round_time_s"] for r in data["rows"] if _kind(r) == baseline]
+    plain = [r["round_time_s"] for r in data["rows"] if row_kind(r) == baseline]
     env = data.get("environment", {})
     ranges = _ranges(data, kinds)
     return (md_table(head, rows, right=set(range(len(grid) + 1, len(head))))
@@ -69,7 +69,7 @@ def _ranges(data: dict[str, Any], kinds: list[str]) -> str:
         for value in (values[0], values[-1]):
             parts = []
             for k in kinds:
-                ratios = [r["round_ratio"] for r in data["rows"] if _kind(r) == k
+                ratios = [r["round_ratio"] for r in data["rows"] if row_kind(r) == k
                           and r["cell"].get(key) == value and r.get("round_ratio") is not None]
                 if ratios:
                     parts.append(f"{k} {min(ratios):.2f}–{max(ratios):.2f}×")

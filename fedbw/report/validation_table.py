@@ -358,17 +358,20 @@ def cpu_cap_periods_markdown(data: dict[str, Any]) -> str:
 VALIDATION_CALIBRATION = "benchmarks/results/calibration-dilation7.toml"
 
 
-@table("fidelity.calibration-dilations")
-def calibration_dilations_markdown(root: Path) -> str:
-    """The shipped calibration beside the one validation 4 freezes, constant by constant: what calibrating
-    where every device is capped to a seventh of a core, as the grid's emulation is, does to the constants."""
+#: A calibration of the AMD EPYC host the VM came back on (2026-12-07), at the shipped one's dilation: not shipped
+OTHER_HOST_CALIBRATION = "benchmarks/results/calibration-amd-epyc.toml"
+
+
+def calibration_pair_markdown(root: Path, path: str, whose: str, column: str | None = None) -> str:
+    """The shipped calibration beside another of ``path``, constant by constant: each value with its 90 %
+    interval, their ratio and whether the intervals are apart. ``column`` heads the other file's columns
+    (None: its dilation), ``whose`` names it under the table."""
     from fedbw.calibration.file import default_calibration, read_calibration
     from fedbw.report.calibration import fmt_constant, fmt_interval
 
-    path = root / VALIDATION_CALIBRATION
-    if not path.is_file():
-        return (f"(no data yet: `fedbw calibrate --dilation 7 --out {VALIDATION_CALIBRATION}` writes it)\n")
-    shipped, other = default_calibration(), read_calibration(path)
+    if not (root / path).is_file():
+        return f"(no data yet: `fedbw calibrate … --out {path}` writes it)\n"
+    shipped, other = default_calibration(), read_calibration(root / path)
     rows = []
     for name in sorted(set(shipped.constants) | set(other.constants)):
         a, b = shipped.constants.get(name), other.constants.get(name)
@@ -377,15 +380,35 @@ def calibration_dilations_markdown(root: Path) -> str:
                  "no" if a.interval[1] >= b.interval[0] and b.interval[1] >= a.interval[0] else "yes")
         cells = [("-", "-") if c is None else (fmt_constant(name, c.value), fmt_interval(name, c)) for c in (a, b)]
         rows.append([name, *cells[0], *cells[1], ratio, apart])
+    if shipped.secagg is not None and other.secagg is not None and shipped.secagg.ecdh_s:
+        rows.append(["secagg ecdh_s", fmt_constant("ecdh_s", shipped.secagg.ecdh_s), "-",
+                     fmt_constant("ecdh_s", other.secagg.ecdh_s), "-",
+                     f"{other.secagg.ecdh_s / shipped.secagg.ecdh_s:.2f}", "-"])
 
     def said(cal: Any, where: str) -> str:
         p = cal.provenance
-        return (f"{cal.fingerprint} (`{where}`; dilation {dilation_label(p.get('dilation'))}, measured by "
-                f"`{p.get('measured_by') or p.get('command', '?')}`, fitted {p.get('created_utc', '?')})")
+        cpu = cal.cpu or "CPU not recorded"
+        ref = p.get("host_reference_s")
+        return (f"{cal.fingerprint} (`{where}`; {cpu}; dilation {dilation_label(p.get('dilation'))}, measured by "
+                f"`{p.get('measured_by') or p.get('command', '?')}`, fitted {p.get('created_utc', '?')}"
+                + (f"; host reference {ref:.2f} s" if isinstance(ref, (int, float)) else "") + ")")
 
-    k = f"dilation {dilation_label(other.provenance.get('dilation'))}"
-    return (md_table(["constant", "shipped", "90 % interval", k, "90 % interval", "ratio", "intervals apart"], rows,
-                     right={1, 2, 3, 4, 5})
-            + f"\nShipped: {said(shipped, 'fedbw/catalog/flower-costs.toml')}. Validation 4's: "
-              f"{said(other, VALIDATION_CALIBRATION)}.\n")
+    column = column or f"dilation {dilation_label(other.provenance.get('dilation'))}"
+    return (md_table(["constant", "shipped", "90 % interval", column, "90 % interval", "ratio", "intervals apart"],
+                     rows, right={1, 2, 3, 4, 5})
+            + f"\nShipped: {said(shipped, 'fedbw/catalog/flower-costs.toml')}. {whose}: {said(other, path)}.\n")
+
+
+@table("fidelity.calibration-dilations")
+def calibration_dilations_markdown(root: Path) -> str:
+    """The shipped calibration beside the one validation 4 freezes, constant by constant: what calibrating
+    where every device is capped to a seventh of a core, as the grid's emulation is, does to the constants."""
+    return calibration_pair_markdown(root, VALIDATION_CALIBRATION, "Validation 4's")
+
+
+@table("fidelity.calibration-hosts")
+def calibration_hosts_markdown(root: Path) -> str:
+    """The shipped (Intel Xeon) calibration beside one of the AMD EPYC host at the same dilation: how far apart
+    two hosts of one VM's name put Flower's costs (docs/fidelity.md, "The host changed")."""
+    return calibration_pair_markdown(root, OTHER_HOST_CALIBRATION, "The AMD host's", "AMD EPYC")
 

@@ -148,3 +148,10 @@ def test_remodel_sets_the_kept_emulate_runs_beside_a_new_simulate_and_leaves_emu
     path.write_text(json.dumps({**data, "case": "deployment"}))
     with pytest.raises(SystemExit, match="emulation result"):
         bench.remodel(path, tmp_path)
+
+
+def test_remodel_refuses_a_file_that_is_not_json_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("not json")
+    with pytest.raises(SystemExit, match="not a readable result file"):
+        bench.remodel(bad, tmp_path)

@@ -61,3 +61,30 @@ def test_the_stretched_transfers_line_counts_clean_rows_only_and_says_what_it_co
     line = _stretched([row(4, 0), row(6, 6), row(9, 9, host_bound=2)])  # the host-bound row is left out
     assert "round: 10 (10 downloads)" in line and "of the 6 whose run directory" in line
     assert "whose run directory" not in _stretched([row(4, 0)])  # no run directory left: no payload claim
+
+
+def test_two_hosts_calibrations_side_by_side_name_their_cpus_and_ratios() -> None:
+    """docs/fidelity.md's "The host changed": the shipped (Xeon) file beside the AMD host's, from the files."""
+    from pathlib import Path
+
+    from fedbw.calibration.file import default_calibration, read_calibration
+    from fedbw.report.validation_table import OTHER_HOST_CALIBRATION, calibration_hosts_markdown
+
+    root = Path(__file__).resolve().parents[2]
+    text = calibration_hosts_markdown(root)
+    shipped, amd = default_calibration(), read_calibration(root / OTHER_HOST_CALIBRATION)
+    ratio = amd.constants["clientapp_start_s"].value / shipped.constants["clientapp_start_s"].value
+    assert "| clientapp_start_s |" in text and f"| {ratio:.2f} | yes |" in text
+    assert "Intel(R) Xeon(R) Processor" in text and "AMD EPYC" in text
+    assert calibration_hosts_markdown(Path("/nonexistent")).startswith("(no data yet")
+
+
+def test_a_calibrations_cpu_is_its_provenances_else_its_cryptos() -> None:
+    from fedbw.calibration.file import Calibration
+    from fedbw.netmodel.secagg_cost import SecAggCostConstants
+
+    crypto = SecAggCostConstants(**{f: 0.0 for f in SecAggCostConstants.__dataclass_fields__ if f != "machine"},
+                                 machine="Intel(R) Xeon(R) Processor, 2 CPU(s)")
+    assert Calibration({}, {"cpu": "AMD EPYC"}, secagg=crypto).cpu == "AMD EPYC"
+    assert Calibration({}, {}, secagg=crypto).cpu == "Intel(R) Xeon(R) Processor"
+    assert Calibration({}, {}).cpu is None
