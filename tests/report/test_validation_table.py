@@ -88,3 +88,23 @@ def test_a_calibrations_cpu_is_its_provenances_else_its_cryptos() -> None:
     assert Calibration({}, {"cpu": "AMD EPYC"}, secagg=crypto).cpu == "AMD EPYC"
     assert Calibration({}, {}, secagg=crypto).cpu == "Intel(R) Xeon(R) Processor"
     assert Calibration({}, {}).cpu is None
+
+
+def test_validation_5s_calibration_is_set_beside_validation_4s_not_the_shipped_one(tmp_path: Path) -> None:
+    """Both grids' calibrations were measured at dilation 7 on different CPUs: the table compares those two
+    files, and says which is missing until both are there."""
+    from fedbw.report.validation_table import VALIDATION_5_CALIBRATION, calibration_validation_5_markdown
+
+    xeon = tmp_path / VALIDATION_CALIBRATION
+    xeon.parent.mkdir(parents=True)
+    write_calibration(xeon, Calibration({"hop_object_s": Constant(0.004, interval=(0.0035, 0.0045))},
+                                        {"created_utc": "then", "dilation": 7.0, "cpu": "Intel(R) Xeon(R) Processor"}))
+    assert VALIDATION_5_CALIBRATION in calibration_validation_5_markdown(tmp_path)  # no data yet: names the file
+    write_calibration(tmp_path / VALIDATION_5_CALIBRATION,
+                      Calibration({"hop_object_s": Constant(0.008, interval=(0.007, 0.009))},
+                                  {"created_utc": "now", "dilation": 7.0, "cpu": "AMD EPYC"}))
+    text = calibration_validation_5_markdown(tmp_path)
+    row = next(line for line in text.splitlines() if line.startswith("| hop_object_s |"))
+    assert [c.strip() for c in row.split("|")[1:-1]][-2:] == ["2.00", "yes"]
+    assert "validation 4's (Xeon)" in text and "Intel(R) Xeon(R) Processor" in text and "AMD EPYC" in text
+    assert "Shipped" not in text  # the base is validation 4's file, not the catalog's
