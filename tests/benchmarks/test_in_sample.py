@@ -48,5 +48,23 @@ def test_the_committed_result_names_its_model_and_is_in_sample_for_every_row() -
     validated = json.loads((ROOT / "benchmarks" / "results" / "validation.json").read_text())
     assert data["made_by"]["model_version"].startswith("m-")
     timed = {r["row"] for v in data["validations"] for r in v["rows"]}
-    assert timed == {r["row"] for v in validated["validations"] for r in v["rows"]} - {
+    model = data["made_by"]["model_version"]
+    in_sample = [v for v in validated["validations"] if (v.get("made_by") or {}).get("model_version") != model]
+    # a validation frozen on the model that made the result is held out: none of its rows may be timed here
+    assert not timed & {r["row"] for v in validated["validations"] if v not in in_sample for r in v["rows"]}
+    assert timed == {r["row"] for v in in_sample for r in v["rows"]} - {
         r["row"] for x in data["left_out"] for r in validated["validations"][x["validation"] - 1]["rows"]}
+
+
+def test_a_validation_frozen_on_the_current_model_is_held_out_not_timed(tmp_path: Path, monkeypatch) -> None:
+    """Validation 5 froze the model in_sample.py runs: its rows are the out-of-sample check, never in sample."""
+    from fedbw.netmodel.version import model_version
+
+    frozen = {"made_by": {"model_version": model_version(), "calibration": "c-3fcff1b96eb9"},
+              "rows": [{"row": "mlp-mobile-5g-2", "emulate_mean_s": 12.0}]}
+    path = tmp_path / "validation.json"
+    path.write_text(json.dumps({"validations": [frozen]}), encoding="utf-8")
+    monkeypatch.setattr(S, "VALIDATION", path)
+    monkeypatch.setattr(S, "estimate_steady_mean", lambda *a: pytest.fail("a held-out row was timed"))
+    data = S.diagnose()
+    assert data["validations"] == [] and data["left_out"][0]["why"] == S.HELD_OUT
