@@ -22,8 +22,6 @@ OTHER_HOST_CALIBRATION = "benchmarks/results/calibration-amd-epyc.toml"
 #: The calibration validation 5 freezes: the AMD EPYC host's at the grid's one dilation, not shipped
 VALIDATION_5_CALIBRATION = "benchmarks/results/calibration-dilation7-amd-epyc.toml"
 
-SHIPPED_FILE = "fedbw/catalog/flower-costs.toml"
-
 
 def calibration_pair_markdown(root: Path, path: str, whose: str, column: str | None = None,
                               base: str | None = None, base_column: str = "shipped") -> str:
@@ -64,7 +62,7 @@ def calibration_pair_markdown(root: Path, path: str, whose: str, column: str | N
     base_name = "Shipped" if base is None else base_column[:1].upper() + base_column[1:]
     return (md_table(["constant", base_column, "90 % interval", column, "90 % interval", "ratio", "intervals apart"],
                      rows, right={1, 2, 3, 4, 5})
-            + f"\n{base_name}: {said(first, base or SHIPPED_FILE)}. {whose}: {said(other, path)}.\n")
+            + f"\n{base_name}: {said(first, base or first.source)}. {whose}: {said(other, path)}.\n")
 
 
 @table("fidelity.calibration-dilations")

@@ -143,3 +143,13 @@ def test_a_file_naming_a_retired_constant_reads_as_written_and_sets_it_aside(tmp
     assert set(RETIRED) >= {"server_share", "hop_message_s", "aggregate_base_s", "node_download_share"}
     # the shipped file was fitted after they retired: it names none of them (the old one is in git history)
     assert not default_calibration().retired
+
+
+def test_a_calibrations_cpu_is_its_provenances_else_its_cryptos() -> None:
+    from fedbw.netmodel.secagg_cost import SecAggCostConstants
+
+    crypto = SecAggCostConstants(**{f: 0.0 for f in SecAggCostConstants.__dataclass_fields__ if f != "machine"},
+                                 machine="Intel(R) Xeon(R) Processor, 2 CPU(s)")
+    assert Calibration({}, {"cpu": "AMD EPYC"}, secagg=crypto).cpu == "AMD EPYC"
+    assert Calibration({}, {}, secagg=crypto).cpu == "Intel(R) Xeon(R) Processor"
+    assert Calibration({}, {}).cpu is None

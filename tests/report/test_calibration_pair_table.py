@@ -31,8 +31,6 @@ def test_the_validation_calibration_is_set_beside_the_shipped_one_constant_by_co
 
 def test_two_hosts_calibrations_side_by_side_name_their_cpus_and_ratios() -> None:
     """docs/fidelity.md's "The host changed": the shipped (Xeon) file beside the AMD host's, from the files."""
-    from pathlib import Path
-
     from fedbw.calibration.file import default_calibration, read_calibration
     from fedbw.report.calibration_pair_table import OTHER_HOST_CALIBRATION, calibration_hosts_markdown
 
@@ -43,17 +41,6 @@ def test_two_hosts_calibrations_side_by_side_name_their_cpus_and_ratios() -> Non
     assert "| clientapp_start_s |" in text and f"| {ratio:.2f} | yes |" in text
     assert "Intel(R) Xeon(R) Processor" in text and "AMD EPYC" in text
     assert calibration_hosts_markdown(Path("/nonexistent")).startswith("(no data yet")
-
-
-def test_a_calibrations_cpu_is_its_provenances_else_its_cryptos() -> None:
-    from fedbw.calibration.file import Calibration
-    from fedbw.netmodel.secagg_cost import SecAggCostConstants
-
-    crypto = SecAggCostConstants(**{f: 0.0 for f in SecAggCostConstants.__dataclass_fields__ if f != "machine"},
-                                 machine="Intel(R) Xeon(R) Processor, 2 CPU(s)")
-    assert Calibration({}, {"cpu": "AMD EPYC"}, secagg=crypto).cpu == "AMD EPYC"
-    assert Calibration({}, {}, secagg=crypto).cpu == "Intel(R) Xeon(R) Processor"
-    assert Calibration({}, {}).cpu is None
 
 
 def test_validation_5s_calibration_is_set_beside_validation_4s_not_the_shipped_one(tmp_path: Path) -> None:
