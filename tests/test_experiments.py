@@ -202,7 +202,7 @@ def test_draw_stamps_the_png_with_the_sha_of_the_json_it_read(tmp_path: Path) ->
 def test_every_experiment_runs_on_the_estimate_engine(name: str, tmp_path: Path) -> None:
     """The whole pipeline of each config (plan, engine, records, report), on the engine that runs in seconds;
     benchmarks/experiments.py runs each on the engine it names. A study runs one round per row (its configs
-    plan 3 to 15): its hundreds of rows (privacy-at-scale: 396, cohorts up to 1,000) still go through every
+    plan 3 to 15): every row (privacy-at-scale has 396, cohorts up to 1,000) still goes through every
     step, and what a row's later rounds add is the engines' own tests' to check."""
     config = f"experiments/{name}.toml"
     is_study = "study" in tomllib.loads((ROOT / config).read_text(encoding="utf-8"))
