@@ -349,6 +349,7 @@ for _name, _file, _cmd, _needs, _render in _rt.TABLES:
 from fedbw.report import emulation_table as _et  # noqa: E402,F401
 from fedbw.report import cost_terms_table as _ct  # noqa: E402,F401
 from fedbw.report import validation_table as _vt  # noqa: E402,F401
+from fedbw.report import validations_glance_table as _vg  # noqa: E402,F401
 from fedbw.report import calibration_pair_table as _cpt  # noqa: E402,F401
 from fedbw.report import in_sample_table as _is  # noqa: E402,F401
 from fedbw.report import stability_table as _stab  # noqa: E402,F401

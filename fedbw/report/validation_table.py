@@ -114,7 +114,7 @@ def _repeatability(rows: list[dict[str, Any]], target: float) -> str:
     gaps = sorted(g for r in rows if (g := trial_gap(r)) is not None)
     if not gaps:
         return ""
-    mid = gaps[len(gaps) // 2] if len(gaps) % 2 else (gaps[len(gaps) // 2 - 1] + gaps[len(gaps) // 2]) / 2
+    mid = statistics.median(gaps)
     beyond = sum(g > target for g in gaps)
     return (f" Emulate against itself: its trials' mean steady rounds are a median {100 * mid:.1f} % apart "
             f"(largest {100 * gaps[-1]:.1f} %); in {beyond} of {len(gaps)} rows further apart than the "
@@ -176,7 +176,7 @@ def _sign(rows: list[dict[str, Any]]) -> str:
             f"(mean errors {fmt_signed_pct(min(means))} to {fmt_signed_pct(max(means))}).")
 
 
-def _freeze_dilation(freeze: dict[str, Any]) -> str:
+def freeze_dilation(freeze: dict[str, Any]) -> str:
     """How a freeze dilated its rows: one dilation for all (validation 4 on), else emulate's auto per row,
     capped or not."""
     if freeze.get("dilation") is not None:
@@ -204,7 +204,7 @@ def validation_markdown(data: dict[str, Any]) -> str:
                    f"calibration "
                    f"{f['calibration']} ({f['calibration_file']}, fitted {f['calibration_created_utc']}), commit "
                    f"{f['commit'][:10]}; {f['rounds']} rounds a run, {f['trials']} emulate trials a row, "
-                   + _freeze_dilation(f) + f"; {f['machine']}.\n")
+                   + freeze_dilation(f) + f"; {f['machine']}.\n")
         out.append(_rows(val["rows"]) if val["rows"] else "")
         if val["rows"] and "emulate_comm_s" in val["rows"][0]:
             out.append("\nWhere the steady rounds' time went (means), and the host's speed while the trials ran (a fresh "

@@ -118,6 +118,7 @@ import flwr.serverapp.strategy.strategy_utils as su
 import flwr.supercore.corestate.in_memory_corestate as imc
 import flwr.supercore.corestate.sql_corestate as sqc
 import httpx, inspect, uvicorn.config as uc
+import flwr.supernode.fleet_http_client as fhc
 import fedbw.fl.measure as fm
 a0 = time.perf_counter(); e = sci.time.perf_counter(); a1 = time.perf_counter()
 sci.time.sleep(0.02)
@@ -128,7 +129,8 @@ print(json.dumps({
     "inflate_backoff": iu.pull_and_inflate_object_from_tree.__kwdefaults__["initial_backoff"],
     "su_sleep": su.sleep is time.sleep, "keepalive": httpx._config.DEFAULT_LIMITS.keepalive_expiry,
     "push_ttl": [imc.OBJECT_PUSH_SESSION_TTL_SECONDS, sqc.OBJECT_PUSH_SESSION_TTL_SECONDS],
-    "uvicorn": inspect.signature(uc.Config.__init__).parameters["timeout_keep_alive"].default}))
+    "uvicorn": inspect.signature(uc.Config.__init__).parameters["timeout_keep_alive"].default,
+    "http_timeout": fhc.FleetHttpClient.from_server_address("127.0.0.1:9", True, None, ())._client.timeout.read}))
 """
 
 
@@ -152,12 +154,14 @@ def test_a_dilated_process_runs_flower_on_the_emulated_clock(tmp_path) -> None:
     assert (got["backoff"], got["cap"], got["inflate_backoff"]) == (4, 40, 4)
     assert got["su_sleep"] is False and got["keepalive"] == 20.0 and got["uvicorn"] == 20
     assert got["push_ttl"] == [720, 720]  # the SuperLink's push session lasts 180 emulated seconds
+    # a SuperNode's HTTP call (an object push) gives up after 30 emulated seconds, as Flower's does undilated
+    assert got["http_timeout"] == 120.0
 
 
 def test_an_undilated_process_is_untouched(tmp_path) -> None:
     got = _probe({"PYTHONPATH": str(SITE_DIR)}, tmp_path)  # the launcher's site folder, but no dilation
     assert got["sci"] == "module" and got["backoff"] == 1 and got["keepalive"] == 5.0 and got["su_sleep"] is True
-    assert got["push_ttl"] == [180, 180]
+    assert got["push_ttl"] == [180, 180] and got["http_timeout"] == 30.0
 
 
 def test_install_is_idempotent() -> None:
