@@ -84,4 +84,4 @@ def validations_markdown(data: dict[str, Any]) -> str:
               "trial in the model's place: where the reference misses itself by more, a model's error within the "
               "target would be luck. "
               "\"CPU\" is the host's as the freeze recorded it (validations before 5 did not record it). "
-              "Each validation's rows, parts and run log are in the table below.\n")
+              "Each validation's rows, parts and run log are in the tables below.\n")
