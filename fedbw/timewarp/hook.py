@@ -1,13 +1,12 @@
 """The launcher's import hook: puts Flower's own intervals and fedbw's apps on the emulated clock.
 
-Flower 1.42 keeps its intervals as constants in its modules (the SuperNode's idle ``time.sleep(3)``,
-the ServerApp's 3 s reply poll, the SuperExecs' 1 s task poll, the 0.5 s reply pickup, the 1 s … 10 s
-object-pull backoff, the SuperLink's 180 s object-push session, the 30 s timeout of every HTTP call). No
-setting reaches them, so each module
-below gets, as it is imported, a ``time`` whose ``sleep`` lasts K times longer and whose clocks read
-emulated time; keyword defaults of the pull backoff, the HTTP calls' timeout, the HTTP keep-alive expiries
-(client and server) and the push session's lifetime (a module constant, read against the SuperLink's wall
-clock) are scaled by K.
+Flower 1.42 keeps its intervals as constants in its modules (the SuperNode's idle ``time.sleep(3)``, the
+ServerApp's 3 s reply poll, the SuperExecs' 1 s task poll, the 0.5 s reply pickup, the 1 s … 10 s object-pull
+backoff, the SuperLink's 180 s object-push session, the 30 s timeout of every HTTP call). No setting reaches
+them, so each module below gets, as it is imported, a ``time`` whose ``sleep`` lasts K times longer and whose
+clocks read emulated time; keyword defaults of the pull backoff, the HTTP calls' timeout, the HTTP keep-alive
+expiries (client and server) and the push session's lifetime (a module constant, read against the SuperLink's
+wall clock) are scaled by K.
 The table is written for the pinned Flower: tests/timewarp/test_hook.py reads each target's source and fails
 when an upgrade moves one. Everything not listed (heartbeats, retries after errors) keeps real time:
 it runs *more* often in emulated time, which only adds a few small requests.
@@ -70,9 +69,10 @@ TARGETS: tuple[Target, ...] = (
              why="SuperLink: an object-push session expires 180 s after its last stored object")
       for store in ("in_memory_corestate", "sql_corestate")),
     # every HTTP call Flower makes (a SuperNode's object push and pull, the ServerApp's and the apps' calls) gives
-    # up after 30 s without progress and is retried: undilated, a 5 MiB chunk that takes 8.8 emulated seconds on a
-    # 10 Mbps uplink (two pushed at once) lasts 62 real seconds at K = 7 and is abandoned and resent without end —
-    # every upload of resnet18-mobile-4g-4's first trial in validation 5 (2026-12-07, docs/emulate.md)
+    # up after a 30 s wait and is retried from the start: undilated, a push of 5 MiB chunks two at a time on a
+    # 10 Mbps uplink at K = 7 waited longer than that for the link to drain what the sockets held, and was
+    # abandoned and resent without end — every upload of resnet18-mobile-4g-4's first trial in validation 5
+    # (2026-12-07, docs/emulate.md)
     Target("flwr.supercore.protobuf.client", replace="", defaults=(("ProtobufClient.__init__", ("timeout",)),),
            evidence=("timeout: float = 30.0", "timeout=timeout,"),
            why="Flower's protobuf-over-HTTP clients: a call times out after 30 s"),
