@@ -108,10 +108,20 @@ def _part_gaps(rows: list[dict[str, Any]]) -> str:
     return "\nEmulate − simulate per part, mean over rows: " + "; ".join(said) + ".\n"
 
 
+def trial_gaps(rows: list[dict[str, Any]]) -> list[float]:
+    """Every row's :func:`trial_gap` that is known, smallest first."""
+    return sorted(g for r in rows if (g := trial_gap(r)) is not None)
+
+
+def mean_errors(rows: list[dict[str, Any]]) -> list[float]:
+    """Every row's mean error (emulate's mean steady round against the model's) that is known."""
+    return [r["mean_error"] for r in rows if r.get("mean_error") is not None]
+
+
 def _repeatability(rows: list[dict[str, Any]], target: float) -> str:
     """Emulate against itself: the trials' gap per row, its median, and the rows whose own trials are further
     apart than the round-time target (a target the reference cannot repeat is a finding, not a fit)."""
-    gaps = sorted(g for r in rows if (g := trial_gap(r)) is not None)
+    gaps = trial_gaps(rows)
     if not gaps:
         return ""
     mid = statistics.median(gaps)
@@ -169,7 +179,7 @@ def _stretched(rows: list[dict[str, Any]]) -> str:
 def _sign(rows: list[dict[str, Any]]) -> str:
     """Which way the model misses: a model that errs both ways has noise to narrow, one that errs one way a
     cost it lacks or misprices."""
-    means = [r["mean_error"] for r in rows if r.get("mean_error") is not None]
+    means = mean_errors(rows)
     if not means:
         return ""
     return (f" Emulate's mean round is longer than the model's in {sum(m > 0 for m in means)} of {len(means)} rows "

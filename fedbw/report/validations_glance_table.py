@@ -10,7 +10,7 @@ from typing import Any
 
 from fedbw.report.doc_blocks import md_table, result_table
 from fedbw.report.stability_table import VALIDATE_CMD
-from fedbw.report.validation_table import freeze_dilation, trial_gap
+from fedbw.report.validation_table import freeze_dilation, mean_errors, trial_gaps
 
 
 def trial_round_error(row: dict[str, Any]) -> float | None:
@@ -22,7 +22,8 @@ def trial_round_error(row: dict[str, Any]) -> float | None:
     if k < 2 or not rounds or len(rounds) % k:
         return None
     n = len(rounds) // k
-    return statistics.median(abs(b / a - 1) for a, b in zip(rounds[:n], rounds[n:2 * n]) if a > 0)
+    errors = [abs(b / a - 1) for a, b in zip(rounds[:n], rounds[n:2 * n]) if a > 0]
+    return statistics.median(errors) if errors else None
 
 
 def _state(val: dict[str, Any], log: list[dict[str, Any]]) -> str:
@@ -60,8 +61,7 @@ def validations_markdown(data: dict[str, Any]) -> str:
                          freeze_dilation(f), f.get("cpu") or "not recorded", _state(val, data["run_log"])]
                         + ["-"] * (len(head) - 7))
             continue
-        means = [r["mean_error"] for r in rows if r.get("mean_error") is not None]
-        gaps = [g for r in rows if (g := trial_gap(r)) is not None]
+        means, gaps = mean_errors(rows), trial_gaps(rows)
         selves = [e for r in rows if (e := trial_round_error(r)) is not None]
         share = v.get("share_inside_interval")
         mean_within = v.get("rows_mean_within_target")

@@ -86,3 +86,4 @@ def test_emulate_against_itself_pairs_each_round_with_the_first_trials_same_roun
     assert trial_round_error(row) == pytest.approx(0.05)  # the median of 10 % and 0 %
     assert trial_round_error({"trials": 1, "emulate_steady_rounds_s": [10.0, 12.0]}) is None
     assert trial_round_error({"trials": 2, "emulate_steady_rounds_s": [10.0, 12.0, 11.0]}) is None
+    assert trial_round_error({"trials": 2, "emulate_steady_rounds_s": [0.0, 11.0]}) is None  # nothing to pair
