@@ -36,7 +36,7 @@ While a freeze's grid is unfinished, no change to the model or to the frozen cal
 purpose; the reason stays in the log and in docs/fidelity.md.
 
 Usage: .venv/bin/python benchmarks/validate.py [--new [--calibration FILE]] [--only ROW,...] [--stop-after MINUTES]
-       [--summarize] [--abandon WHY] [--invalid ROW TRIAL WHY]
+       [--summarize] [--abandon WHY] [--note TEXT] [--invalid ROW TRIAL WHY]
 Touch runs/validation/STOP to stop a running grid before its next trial. To stop the trial in flight, send
 SIGTERM (``kill PID``): a runner started in the background by a non-interactive shell (``nohup … &`` from a
 script) ignores SIGINT, as POSIX has such a shell start it, and Python then installs no Ctrl-C handler.
@@ -298,6 +298,7 @@ def rounds_of(result: Any) -> list[dict[str, Any]]:
              "median_s": r.round_median_s, "host_bound": r.host_bound,
              "host_share": None if r.host is None else r.host.share,
              "host_cpu_busy": None if r.host is None else r.host.cpu_busy,
+             "device_bound_s": None if r.host is None else r.host.device_bound_s,
              "parts": r.extra.get("framework_parts_s")} for r in result.rounds]
 
 
@@ -486,6 +487,20 @@ def abandon(log: list[dict[str, Any]], why: str) -> dict[str, Any]:
     done = sum(row_done(log, freeze, rid) for rid in freeze["grid"])
     entry = {"kind": "note", "freeze": freeze["id"], "utc": now(), "abandoned": True,
              "text": f"abandoned with {done} of {len(freeze['grid'])} rows done: {why.strip()}"}
+    append(entry)
+    return entry
+
+
+def note(log: list[dict[str, Any]], why: str) -> dict[str, Any]:
+    """A note on the last validation (open or finished, not abandoned): what a reader of the run log must
+    know about a run that the entries cannot say (a run stopped by hand, a fault found and fixed), kept in
+    the log and printed under the validation table."""
+    freeze = last_freeze(log)
+    if freeze is None:
+        sys.exit("validate: no validation to note on (none exists, or the last one was abandoned)")
+    if not why.strip():
+        sys.exit("validate: --note needs the text, in words (it goes into the log and docs/fidelity.md)")
+    entry = {"kind": "note", "freeze": freeze["id"], "utc": now(), "text": why.strip()}
     append(entry)
     return entry
 
@@ -810,9 +825,11 @@ def main() -> None:
     ap.add_argument("--abandon", default=None, metavar="WHY",
                     help="close the open validation unfinished, with the reason (kept in the log and the docs); "
                          "until then no change to the model may land (a test holds it)")
+    ap.add_argument("--note", default=None, metavar="TEXT",
+                    help="add a note on the last validation to the run log (printed under its table in the docs)")
     args = ap.parse_args()
-    if args.abandon is not None:
-        entry = abandon(read_log(), args.abandon)
+    if args.abandon is not None or args.note is not None:
+        entry = abandon(read_log(), args.abandon) if args.abandon is not None else note(read_log(), args.note)
         print(f"validation {entry['freeze']}: {entry['text']}")
         RESULT.write_text(json.dumps(summarize(read_log()), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {RESULT.relative_to(ROOT)}")

@@ -44,3 +44,42 @@ def terms_markdown(_root: object) -> str:
 
 
 TABLES["methodology.terms"] = terms_markdown
+
+
+#: How a cell of the across table says each verdict (short; the table above says them in full).
+SHORT_VERDICTS = {"earns": "earns", "unproven": "unproven", "goes": "**goes**"}
+COST_TERMS_ACROSS_CMD = ".venv/bin/python benchmarks/cost_terms.py --across"
+
+
+def _host_label(cpu: str) -> str:
+    """A CPU's name short enough for a column head ("Intel(R) Xeon(R) Processor" → "Xeon")."""
+    words = [w for w in cpu.replace("(R)", "").split() if w not in ("Intel", "Processor", "CPU")]
+    return " ".join(words) or "?"
+
+
+@result_table("methodology.cost-terms-across", "cost-terms-across.json", COST_TERMS_ACROSS_CMD, model=True)
+def cost_terms_across_markdown(data: dict[str, Any]) -> str:
+    """Each constant's verdict on every committed calibration's messages, one column per calibration: a
+    constant that earns its place on one host and dilation and goes on another measures the calibrating
+    host, not Flower."""
+    cals = data["calibrations"]
+    names = sorted({c["name"] for cal in cals for c in cal["constants"]})
+    head = ["constant"] + [f"{i}: {_host_label(cal['cpu'])}, K = {cal['dilation']:g}" for i, cal in enumerate(cals, 1)]
+    head.append("earns / unproven / goes")
+    rows = []
+    for name in names:
+        cells, counts = [], dict.fromkeys(SHORT_VERDICTS, 0)
+        for cal in cals:
+            c = next((c for c in cal["constants"] if c["name"] == name), None)
+            if c is None:
+                cells.append("-")
+                continue
+            counts[c["verdict"]] += 1
+            cells.append(f"{SHORT_VERDICTS[c['verdict']]} {fmt_constant(name, c['value'])}")
+        rows.append([name, *cells, " / ".join(str(counts[v]) for v in SHORT_VERDICTS)])
+    sources = "; ".join(f"{i}: `{cal['messages']}` ({cal['message_count']} messages, measured {cal['measured_utc']})"
+                        for i, cal in enumerate(cals, 1))
+    return (md_table(head, rows, right=set(range(1, len(cals) + 1))) +
+            f"\nK: the calibration's dilation. Each column is one calibration's own messages, evaluated as the "
+            f"table above ({data['folds']}-fold cross-validation, {data['resamples']} bootstrap resamples, seed "
+            f"{data['seed']}): {sources}. Evaluated {data['date']}.\n")

@@ -346,9 +346,18 @@ def test_a_freeze_stays_open_until_every_row_is_done_or_it_is_abandoned_with_a_r
         for t in (0, 1):
             V.append({"kind": "trial", "freeze": 2, "row": rid, "trial": t, "status": "ok"})
     assert V.open_freeze(V.read_log()) is None  # finished
+    with pytest.raises(SystemExit, match="needs the text"):
+        V.note(V.read_log(), " ")
+    assert V.note(V.read_log(), " trial 0 of b was stopped by hand ")["freeze"] == 2  # the last validation's
+    assert V.open_freeze(V.read_log()) is None and V.last_freeze(V.read_log())["id"] == 2  # a note closes nothing
     notes = [e for e in V.read_log() if e["kind"] == "note"]
     text = validation_markdown({"validations": [], "targets": V.TARGETS, "date": "d", "run_log": notes})
     assert "- Note on validation 1 (" in text and "abandoned with 1 of 2 rows done: the host was taken away" in text
+    assert "- Note on validation 2 (" in text and "trial 0 of b was stopped by hand" in text
+    V.append({**freeze, "id": 3})
+    V.abandon(V.read_log(), "a wrong grid")
+    with pytest.raises(SystemExit, match="no validation to note on"):
+        V.note(V.read_log(), "late")
 
 
 def test_no_model_change_lands_while_a_validation_is_open() -> None:

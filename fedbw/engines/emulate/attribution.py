@@ -30,12 +30,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fedbw.engines.emulate.host import MessageHold
 from fedbw.flower_protocol import FRAMEWORK_PARTS
 from fedbw.results.host_record import HostRound
 from fedbw.results.records import ClientRoundRecord, RoundRecord, StageRecord
 
-#: Makes a round's host record from its critical-path host time, round time and window.
-HostFactory = Callable[[float, float, float, float], HostRound]
+#: Makes a round's host record from its critical path's hold (the host's and the devices' own), round time and window.
+HostFactory = Callable[[MessageHold, float, float, float], HostRound]
 
 
 @dataclass
@@ -63,6 +64,7 @@ class MessageTimes:
     t_receiving_s: float | None = None  #: the SuperNode's "Receiving" and "Sent successfully" (perf_counter)
     t_sent_s: float | None = None
     t_host_s: float | None = None  #: time the host, not the link, held (fedbw.engines.emulate.host)
+    t_device_s: float | None = None  #: link idle the device's own CPU held, at its cap (not the host's)
     #: How long the download had been under way when the ServerApp finished pushing the message's objects
     #: (0: it started after; None: not logged). A SuperNode whose poll lands inside the push finds the
     #: message before its objects and waits on Flower's pull backoff inside its download.
@@ -105,7 +107,9 @@ def message_times(event: Mapping[str, Any], measure: Any) -> MessageTimes:
         "serverapp_poll_s": max(0.0, t_replied - up_last),
     }
     bulk = {"down_bytes": down.bulk_bytes, "down_s": down.bulk_duration_s, "down_sender_idle_s": down.sender_idle_s,
-            "up_bytes": up.bulk_bytes, "up_s": up.bulk_duration_s, "up_sender_idle_s": up.sender_idle_s}
+            "down_first_s": down.bulk_first_in_s, "down_last_s": down.bulk_last_out_s,
+            "up_bytes": up.bulk_bytes, "up_s": up.bulk_duration_s, "up_sender_idle_s": up.sender_idle_s,
+            "up_first_s": up.bulk_first_in_s, "up_last_s": up.bulk_last_out_s}
     return MessageTimes(
         client_id=measure.client_id, stage=str(event["stage"]), bytes_down=float(down.bytes), bytes_up=float(up.bytes),
         flower_bytes_down=float(event.get("bytes_down") or 0), flower_bytes_up=float(event.get("bytes_up") or 0),
@@ -174,7 +178,8 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
         clients.append(ClientRoundRecord(run_id, engine, round_index, cid, profile_of.get(cid, "?"), recs,
                                          dropped=is_dropped, late=is_late))
     stage_times: dict[str, float] = {}
-    comm = compute = host_lost = 0.0
+    comm = compute = 0.0
+    held = MessageHold()
     framework_parts = dict.fromkeys(FRAMEWORK_PARTS, 0.0)
     for s in stages:
         rows = [t for t in times if t.stage == s and t.error is None]
@@ -185,7 +190,7 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
         crit = max(rows, key=lambda t: t.t_end_s - t.parts.get("serverapp_poll_s", 0.0))
         comm += crit.t_down_s + crit.t_up_s
         compute += crit.t_compute_s
-        host_lost += crit.t_host_s or 0.0
+        held += MessageHold(crit.t_host_s or 0.0, crit.t_device_s or 0.0)
         for k in FRAMEWORK_PARTS:
             framework_parts[k] += crit.parts.get(k, 0.0)
     ok = [t for t in times if t.error is None]
@@ -199,7 +204,7 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
              "dropped": sorted(c.client_id for c in clients if c.dropped)}
     extra.update(round_fields.pop("extra", {}) or {})
     if host is not None and ok:
-        round_fields["host"] = host(host_lost, round_time, min(t.t_start_s for t in ok), max(t.t_end_s for t in ok))
+        round_fields["host"] = host(held, round_time, min(t.t_start_s for t in ok), max(t.t_end_s for t in ok))
     record = RoundRecord(
         run_id=run_id, engine=engine, round=round_index, num_clients=len(clients), round_time_s=round_time,
         comm_time_s=comm, compute_time_s=compute, framework_time_s=max(0.0, round_time - comm - compute),

@@ -7,6 +7,14 @@ message was still incomplete) and the ClientApp starts (longer than Flower's wor
 plus the fastest start that device showed in this run). :func:`host_round` turns both into a round's
 :class:`~fedbw.results.host_record.HostRound`.
 
+A link idle mid-payload is not always the host's doing. A message of many objects (Flower sends each
+array as objects of its own, fetched two requests at a time) keeps a one-core device's CPU busy between
+requests, and a real device of that speed leaves its link idle the same way. Where the devices are
+capped, the idle time is split by the sending device's CPU use over that payload (a share of its cap,
+from the cgroup's own counter): the part while the device ran at its cap is the device's
+(:attr:`MessageHold.device_s`), the rest the host's. Without caps or samples the whole idle time stays
+the host's, as before.
+
 Every figure here is measured: the emulator is the reference the model is checked against, so its
 verdict on the host never uses the model or its calibration (tests/engines/emulate/test_independent.py).
 The price: a host loaded through a whole run makes every start slow, the fastest too, and the late
@@ -72,6 +80,20 @@ class HostSampler:
                 cpu[cid] = used
         self.samples.append(HostSample(self.to_time(now), _busy_cpu_s(), cpu, throttled))
 
+    def device_busy(self, client_id: int, t_from_s: float, t_to_s: float) -> float | None:
+        """The share of its cap that a capped device's processes used between two stamps on the
+        emulation's clock, 0..1, from the samples inside the window; None when the device is not capped
+        or fewer than two samples fall inside (a short transfer undilated: its idle time stays the host's)."""
+        group = self.groups.get(client_id)
+        if group is None:
+            return None
+        inside = [s for s in self.samples if t_from_s <= s.t_s <= t_to_s and client_id in s.device_cpu_s]
+        if len(inside) < 2 or inside[-1].t_s <= inside[0].t_s:
+            return None
+        used = inside[-1].device_cpu_s[client_id] - inside[0].device_cpu_s[client_id]
+        cap = group.cores * self.dilation.real_s(inside[-1].t_s - inside[0].t_s)
+        return min(1.0, max(0.0, used / cap)) if cap > 0 else None
+
 
 def _at(samples: Sequence[HostSample], t_s: float) -> HostSample | None:
     if not samples:
@@ -80,22 +102,24 @@ def _at(samples: Sequence[HostSample], t_s: float) -> HostSample | None:
     return samples[max(0, min(i, len(samples)) - 1)] if i else samples[0]
 
 
-def host_round_for(sampler: HostSampler | None, clients: Sequence[int]) -> Callable[[float, float, float, float], HostRound]:
+def host_round_for(sampler: HostSampler | None, clients: Sequence[int],
+                   ) -> Callable[[MessageHold, float, float, float], HostRound]:
     """A round's host record maker over what ``sampler`` has sampled so far (no samples: lost time only)."""
-    def make(lost_s: float, round_time_s: float, t_from_s: float, t_to_s: float) -> HostRound:
+    def make(held: MessageHold, round_time_s: float, t_from_s: float, t_to_s: float) -> HostRound:
         if sampler is None:
-            return host_round(lost_s, round_time_s, t_from_s, t_to_s, [], 1, clients, dilation=NO_DILATION,
+            return host_round(held, round_time_s, t_from_s, t_to_s, [], 1, clients, dilation=NO_DILATION,
                               capped=False)
-        return host_round(lost_s, round_time_s, t_from_s, t_to_s, sampler.samples, sampler.cores, clients,
+        return host_round(held, round_time_s, t_from_s, t_to_s, sampler.samples, sampler.cores, clients,
                           dilation=sampler.dilation, capped=sampler.capped)
     return make
 
 
-def host_round(lost_s: float, round_time_s: float, t_from_s: float, t_to_s: float,
+def host_round(held: MessageHold, round_time_s: float, t_from_s: float, t_to_s: float,
                samples: Sequence[HostSample], cores: int, clients: Sequence[int], *, dilation: Dilation,
                capped: bool) -> HostRound:
-    """The round's host record: lost time and share, and what the CPU samples say about its window (the
-    samples' stamps are emulated; host CPU seconds are real, so the window is put back in real seconds)."""
+    """The round's host record: lost time and share (the host's part of ``held``; the devices' own part
+    kept beside it), and what the CPU samples say about its window (the samples' stamps are emulated;
+    host CPU seconds are real, so the window is put back in real seconds)."""
     a, b = _at(samples, t_from_s), _at(samples, t_to_s)
     busy = dev_cpu = dev_thr = None
     if a is not None and b is not None and b.t_s > a.t_s:
@@ -106,19 +130,37 @@ def host_round(lost_s: float, round_time_s: float, t_from_s: float, t_to_s: floa
             dev_cpu = sum(b.device_cpu_s.get(c, 0.0) - a.device_cpu_s.get(c, 0.0) for c in clients)
             dev_thr = sum(b.device_throttled_s.get(c, 0.0) - a.device_throttled_s.get(c, 0.0) for c in clients)
             dev_thr = dilation.emulated_s(dev_thr)
-    share = lost_s / round_time_s if round_time_s > 0 else 0.0
-    return HostRound(lost_s=lost_s, share=share, cpu_busy=busy, dilation=dilation.factor, cpu_capped=capped,
-                     device_cpu_s=dev_cpu, device_throttled_s=dev_thr)
+    share = held.host_s / round_time_s if round_time_s > 0 else 0.0
+    return HostRound(lost_s=held.host_s, share=share, cpu_busy=busy, dilation=dilation.factor, cpu_capped=capped,
+                     device_cpu_s=dev_cpu, device_throttled_s=dev_thr,
+                     device_bound_s=held.device_s if capped else None)
 
 
-def stage_host_s(parts: Mapping[str, float], bulk: Mapping[str, Any], worst_start_s: float | None) -> float:
-    """One message's time lost to the host: its link idle mid-transfer, and a ClientApp start beyond
-    ``worst_start_s`` (:meth:`StartReference.worst_s`; None: no reference, idle time only)."""
-    idle = float(bulk.get("down_sender_idle_s") or 0.0) + float(bulk.get("up_sender_idle_s") or 0.0)
-    late = 0.0
+@dataclass(frozen=True)
+class MessageHold:
+    """Time a message's critical path spent on something other than its links and its training."""
+
+    host_s: float = 0.0  #: the host's: link idle while the device had CPU to spare, and late ClientApp starts
+    device_s: float = 0.0  #: the device's own: link idle while the device ran at its CPU cap
+
+    def __add__(self, other: MessageHold) -> MessageHold:
+        return MessageHold(self.host_s + other.host_s, self.device_s + other.device_s)
+
+
+def message_hold(parts: Mapping[str, float], bulk: Mapping[str, Any], worst_start_s: float | None) -> MessageHold:
+    """One message's hold: its link idle mid-payload, split by ``{direction}_device_busy`` (the sending
+    device's share of its cap over that payload, :meth:`HostSampler.device_busy`; absent: all the host's),
+    and a ClientApp start beyond ``worst_start_s`` (:meth:`StartReference.worst_s`; None: no reference)."""
+    host = device = 0.0
+    for direction in ("down", "up"):
+        idle = float(bulk.get(f"{direction}_sender_idle_s") or 0.0)
+        busy = bulk.get(f"{direction}_device_busy")
+        own = idle * min(1.0, max(0.0, float(busy))) if busy is not None else 0.0
+        host += idle - own
+        device += own
     if worst_start_s is not None:
-        late = max(0.0, float(parts.get("clientapp_start_s", 0.0)) - worst_start_s)
-    return idle + late
+        host += max(0.0, float(parts.get("clientapp_start_s", 0.0)) - worst_start_s)
+    return MessageHold(host, device)
 
 
 #: A ClientApp start longer than Flower's full task poll plus this × the device's fastest start is the host's.

@@ -7,18 +7,51 @@ import pytest
 from fedbw.engines.emulate.attribution import MessageTimes, round_records
 from fedbw.engines.emulate.federation import auto_dilation, resolve_dilation
 from fedbw.timewarp import NO_DILATION, Dilation
-from fedbw.engines.emulate.host import (START_MARGIN, HostSample, HostSampler, StartReference, host_round,
-                                       host_round_for, stage_host_s)
+from fedbw.engines.emulate.host import (START_MARGIN, HostSample, HostSampler, MessageHold, StartReference,
+                                       host_round, host_round_for, message_hold)
 from fedbw.flower_protocol import SUPEREXEC_TASK_POLL_S
 from fedbw.results.host_record import HOST_BOUND_SHARE, HostRound
 from fedbw.results.records import RecordWriter, read_records
 
 
+def _host_s(parts: dict, bulk: dict, worst_start_s: float | None) -> float:  # type: ignore[type-arg]
+    return message_hold(parts, bulk, worst_start_s).host_s
+
+
 def test_a_message_loses_its_idle_link_time_and_a_late_start() -> None:
     bulk = {"down_sender_idle_s": 0.2, "up_sender_idle_s": 0.3}
-    assert stage_host_s({"clientapp_start_s": 1.0}, bulk, worst_start_s=3.1) == pytest.approx(0.5)
-    assert stage_host_s({"clientapp_start_s": 4.1}, bulk, worst_start_s=3.1) == pytest.approx(1.5)
-    assert stage_host_s({"clientapp_start_s": 9.0}, {}, worst_start_s=None) == 0.0  # no cost model: idle only
+    assert _host_s({"clientapp_start_s": 1.0}, bulk, worst_start_s=3.1) == pytest.approx(0.5)
+    assert _host_s({"clientapp_start_s": 4.1}, bulk, worst_start_s=3.1) == pytest.approx(1.5)
+    assert _host_s({"clientapp_start_s": 9.0}, {}, worst_start_s=None) == 0.0  # no reference: idle only
+    assert message_hold({}, bulk, None).device_s == 0.0  # no device samples: all idle is the host's
+
+
+def test_idle_link_time_while_the_device_ran_at_its_cap_is_the_devices_own() -> None:
+    bulk = {"down_sender_idle_s": 1.0, "down_device_busy": 1.0,   # a device CPU-bound between its requests
+            "up_sender_idle_s": 2.0, "up_device_busy": 0.25,      # a device mostly waiting: the host's
+            }
+    held = message_hold({"clientapp_start_s": 5.0}, bulk, worst_start_s=4.0)
+    assert held.device_s == pytest.approx(1.0 + 0.5)
+    assert held.host_s == pytest.approx(1.5 + 1.0)  # the upload's other 75 % and the late start
+    assert held + held == MessageHold(5.0, 3.0)
+    assert message_hold({}, {"up_sender_idle_s": 1.0, "up_device_busy": 1.7}, None) == MessageHold(0.0, 1.0)
+    assert message_hold({}, {"up_sender_idle_s": 1.0, "up_device_busy": None}, None) == MessageHold(1.0, 0.0)
+
+
+class _Group:
+    cores = 0.5  # capped at half a core of this host
+
+
+def test_device_busy_is_its_cpu_over_its_cap_inside_the_window_on_the_emulated_clock() -> None:
+    s = HostSampler({0: _Group()}, Dilation(2.0))
+    # device 0 used 1 real CPU-s between emulated 10 and 12 (4 real s): its cap allowed 0.5 × 4 = 2
+    s.samples = [HostSample(9.0, 0.0, {0: 0.0}), HostSample(10.0, 0.0, {0: 0.5}), HostSample(11.0, 0.0, {0: 1.0}),
+                 HostSample(12.0, 0.0, {0: 1.5}), HostSample(13.0, 0.0, {0: 3.5})]
+    assert s.device_busy(0, 10.0, 12.0) == pytest.approx(0.5)
+    assert s.device_busy(0, 9.5, 12.5) == pytest.approx(0.5)  # the samples inside the window
+    assert s.device_busy(0, 12.0, 13.0) == pytest.approx(1.0)  # 2 CPU-s in 2 real s at half a core: clamped
+    assert s.device_busy(0, 10.2, 10.9) is None  # fewer than two samples inside: unknown
+    assert s.device_busy(1, 10.0, 12.0) is None  # not capped: unknown
 
 
 def test_worst_start_is_the_full_task_poll_plus_the_devices_fastest_start_with_margin() -> None:
@@ -31,26 +64,28 @@ def test_worst_start_is_the_full_task_poll_plus_the_devices_fastest_start_with_m
     assert ref.worst_s(0) == pytest.approx(SUPEREXEC_TASK_POLL_S + START_MARGIN * 1.75)
     assert ref.worst_s(1) == pytest.approx(SUPEREXEC_TASK_POLL_S + START_MARGIN * 3.5)
     late = {"clientapp_start_s": SUPEREXEC_TASK_POLL_S + START_MARGIN * 1.75 + 0.5}
-    assert stage_host_s(late, {}, ref.worst_s(0)) == pytest.approx(0.5)
-    assert stage_host_s(late, {}, ref.worst_s(1)) == 0.0
+    assert _host_s(late, {}, ref.worst_s(0)) == pytest.approx(0.5)
+    assert _host_s(late, {}, ref.worst_s(1)) == 0.0
 
 
 def test_host_round_reads_cpu_busy_and_device_time_over_the_window() -> None:
     samples = [HostSample(10.0, 100.0, {0: 1.0, 1: 2.0}, {0: 0.0, 1: 0.0}),
                HostSample(20.0, 130.0, {0: 4.0, 1: 3.0}, {0: 2.0, 1: 4.0})]
-    h = host_round(0.4, 10.0, 10.0, 20.0, samples, cores=2, clients=[0, 1], dilation=Dilation(2.0),
-                   capped=True)
+    h = host_round(MessageHold(0.4, 1.5), 10.0, 10.0, 20.0, samples, cores=2, clients=[0, 1],
+                   dilation=Dilation(2.0), capped=True)
     # 30 busy CPU-s over 10 emulated s = 20 real s on 2 cores
     assert h.cpu_busy == pytest.approx(0.75)
     assert h.device_cpu_s == pytest.approx(4.0) and h.device_throttled_s == pytest.approx(3.0)
-    assert h.share == pytest.approx(0.04) and not h.bound
-    bound = host_round(HOST_BOUND_SHARE * 10.0, 10.0, 10.0, 20.0, [], 2, [0], dilation=NO_DILATION, capped=False)
-    assert bound.bound and bound.cpu_busy is None
+    assert h.share == pytest.approx(0.04) and not h.bound  # the devices' own 1.5 s do not count
+    assert h.device_bound_s == pytest.approx(1.5)
+    bound = host_round(MessageHold(HOST_BOUND_SHARE * 10.0), 10.0, 10.0, 20.0, [], 2, [0], dilation=NO_DILATION,
+                       capped=False)
+    assert bound.bound and bound.cpu_busy is None and bound.device_bound_s is None
 
 
-def _times(cid: int, t0: float, host: float) -> MessageTimes:
+def _times(cid: int, t0: float, host: float, device: float | None = None) -> MessageTimes:
     return MessageTimes(cid, "train", 1e6, 1e6, 1e6, 1e6, t0, t0 + 10.0, 2.0, 1.0, 3.0, t_host_s=host,
-                        parts={"serverapp_poll_s": 0.5})
+                        t_device_s=device, parts={"serverapp_poll_s": 0.5})
 
 
 def test_the_round_counts_the_critical_clients_host_time_and_stages_keep_theirs() -> None:
@@ -62,6 +97,14 @@ def test_the_round_counts_the_critical_clients_host_time_and_stages_keep_theirs(
     assert [c.stages[0].t_host_s for c in clients] == [0.2, 2.0]
     _, plain = round_records("r", "emulate", 1, times, {}, [0, 1], [])
     assert plain.host is None and plain.host_bound is None
+
+
+def test_a_capped_round_keeps_the_critical_clients_own_device_time_out_of_the_hosts_share() -> None:
+    times = [_times(0, 0.0, 0.1, device=0.3), _times(1, 0.5, 0.2, device=4.0)]  # client 1 holds the stage
+    capped = HostSampler({0: _Group(), 1: _Group()}, Dilation(2.0))
+    _, rec = round_records("r", "emulate", 1, times, {}, [0, 1], [], host=host_round_for(capped, [0, 1]))
+    assert rec.host is not None and rec.host.lost_s == pytest.approx(0.2)
+    assert rec.host.device_bound_s == pytest.approx(4.0) and not rec.host_bound
 
 
 def test_host_records_survive_the_records_file(tmp_path) -> None:  # noqa: ANN001
