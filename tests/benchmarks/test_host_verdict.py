@@ -1,0 +1,23 @@
+"""benchmarks/host_verdict.py: its input checks, and the validation trials it sets beside its runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.benchmark_module import load_benchmark
+
+H = load_benchmark("host_verdict")
+
+
+@pytest.mark.parametrize("arg", ["x", "0.5", ","])
+def test_bad_dilations_end_in_a_usage_error_before_any_run(arg: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        H.main(["--dilations", arg])
+    assert exc.value.code == 2
+
+
+def test_the_validation_trials_are_the_rows_ok_trials_from_the_committed_run_log() -> None:
+    trials = H.validation_trials()
+    assert [t["trial"] for t in trials] == [0, 1]
+    assert all(t["dilation"] == 7.0 and len(t["host_shares"]) == len(t["cpu_busy"]) for t in trials)
+    assert all(share >= 0.05 for t in trials for share in t["host_shares"])  # every round host-bound before the split

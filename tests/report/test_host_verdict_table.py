@@ -1,0 +1,35 @@
+"""docs/emulate.md's host-verdict table: each run's rounds with the host's and the devices' own time, and the
+validation trials from before the split."""
+
+from __future__ import annotations
+
+from fedbw.report.host_verdict_table import host_verdict_markdown
+
+
+def _data() -> dict:  # type: ignore[type-arg]
+    payload = {"round": 1, "client": 0, "direction": "up", "payload_s": 8.0}
+    return {
+        "row": "1M-home-80-2", "validation": 5, "started_utc": "s", "ended_utc": "e", "cpu": "AMD EPYC",
+        "machine": "m", "commit": "abc",
+        "runs": [{"dilation": 7.0, "rounds": [
+            {"round": 1, "round_time_s": 25.0, "host_bound": False, "host_share": 0.02, "lost_s": 0.5,
+             "device_bound_s": 5.5, "cpu_busy": 0.2},
+            {"round": 2, "round_time_s": 24.0, "host_bound": False, "host_share": 0.01, "lost_s": 0.2,
+             "device_bound_s": 5.0, "cpu_busy": 0.18}],
+            "payloads": [{**payload, "idle_s": 3.0, "device_busy": 0.9}, {**payload, "idle_s": 2.0, "device_busy": 0.7},
+                         {**payload, "idle_s": 1.0, "device_busy": None}, {**payload, "idle_s": 0.0, "device_busy": 0.1}]}],
+        "validation_trials": [{"trial": 0, "dilation": 7.0, "commit": "x", "host_shares": [0.25, 0.03],
+                               "cpu_busy": [0.2, None]}],
+    }
+
+
+def test_each_round_shows_the_hosts_share_the_devices_own_time_and_the_payloads_cpu_use() -> None:
+    text = host_verdict_markdown(_data())
+    lines = text.splitlines()
+    first = next(line for line in lines if line.startswith("| dilation 7 | 1 |"))
+    assert "| 0.020 | no | 5.50 s | 20 % | 0.80 (1 of 3 unknown) |" in first  # median of 0.9, 0.7; idle-free one out
+    second = next(line for line in lines if line.startswith("| dilation 7 | 2 |"))
+    assert second.endswith("| 18 % |  |")  # the payloads' cell is the run's, once
+    before = [line for line in lines if line.startswith("| validation 5, trial 0")]
+    assert "| 0.250 | yes |" in before[0] and "| 0.030 | no |" in before[1] and before[1].count("| - |") == 1
+    assert "AMD EPYC" in text and "commit abc" in text
