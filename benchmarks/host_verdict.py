@@ -68,7 +68,8 @@ def run_once(dilation: float) -> dict[str, Any]:
     rounds = [{"round": r.round, "round_time_s": r.round_time_s, "host_bound": r.host_bound,
                "host_share": r.host.share if r.host else None, "lost_s": r.host.lost_s if r.host else None,
                "device_bound_s": r.host.device_bound_s if r.host else None,
-               "cpu_busy": r.host.cpu_busy if r.host else None} for r in result.rounds]
+               "cpu_busy": r.host.cpu_busy if r.host else None,
+               "cpu_saturated": r.host.cpu_saturated if r.host else None} for r in result.rounds]
     return {"dilation": dilation, "run_dir": str(result.run_dir.relative_to(ROOT)), "rounds": rounds,
             "payloads": _payloads(read_messages_of_run(result.run_dir))}
 

@@ -299,6 +299,7 @@ def rounds_of(result: Any) -> list[dict[str, Any]]:
              "host_share": None if r.host is None else r.host.share,
              "host_cpu_busy": None if r.host is None else r.host.cpu_busy,
              "device_bound_s": None if r.host is None else r.host.device_bound_s,
+             "host_cpu_saturated": None if r.host is None else r.host.cpu_saturated,
              "parts": r.extra.get("framework_parts_s")} for r in result.rounds]
 
 
@@ -610,6 +611,10 @@ def row_result(rid: str, trials: list[dict[str, Any]], model: dict[str, Any]) ->
         # how busy the host's CPUs were in emulate's steady rounds (None: not recorded)
         "host_cpu_busy": statistics.mean(busy) if (busy := [r["host_cpu_busy"] for r in pooled
                                                             if r.get("host_cpu_busy") is not None]) else None,
+        # ... and the share of them with every core busy, the most the host can have starved (trials since
+        # 2026-12-07; None before)
+        "host_cpu_saturated": statistics.mean(full) if (full := [r["host_cpu_saturated"] for r in pooled
+                                                                 if r.get("host_cpu_saturated") is not None]) else None,
     }
 
 

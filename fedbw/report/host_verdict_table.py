@@ -16,6 +16,10 @@ def _share(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f} %"
+
+
 def _busy(payloads: list[dict[str, Any]]) -> str:
     """The devices' CPU use over their payloads that have idle time (median share of the cap; n unknown)."""
     idle = [p for p in payloads if (p.get("idle_s") or 0.0) > 0]
@@ -30,7 +34,7 @@ def host_verdict_markdown(data: dict[str, Any]) -> str:
     """One line per round of each run: the host's share (what the verdict counts), the devices' own idle time
     beside it, how busy the host's CPUs were, and the devices' CPU use over their payloads."""
     head = ["run", "round", "round time", "host's share", "host-bound", "devices' own idle", "host CPUs busy",
-            "devices' CPU over their payloads (share of cap, median)"]
+            "all host CPUs busy", "devices' CPU over their payloads (share of cap, median)"]
     rows = []
     for run in data["runs"]:
         busy = _busy(run["payloads"])
@@ -38,17 +42,19 @@ def host_verdict_markdown(data: dict[str, Any]) -> str:
             rows.append([f"dilation {run['dilation']:g}", str(r["round"]), fmt_s(r["round_time_s"]),
                          _share(r["host_share"]), "yes" if r["host_bound"] else "no",
                          "-" if r["device_bound_s"] is None else fmt_s(r["device_bound_s"]),
-                         "-" if r["cpu_busy"] is None else f"{100 * r['cpu_busy']:.0f} %",
+                         _pct(r["cpu_busy"]), _pct(r.get("cpu_saturated")),
                          busy if r["round"] == run["rounds"][0]["round"] else ""])
     for t in data["validation_trials"]:
         for i, share in enumerate(t["host_shares"], 1):
             cpu = t["cpu_busy"][i - 1]
             rows.append([f"validation {data['validation']}, trial {t['trial']} (dilation {t['dilation']:g}, before "
                          "the split)", str(i), "", _share(share), "yes" if share >= 0.05 else "no", "",
-                         "-" if cpu is None else f"{100 * cpu:.0f} %", ""])
+                         _pct(cpu), "", ""])
     return (md_table(head, rows)
             + f"\nRow `{data['row']}` of validation {data['validation']} (`params=1M`, about 600 objects a message, "
               f"2 clients on home-80, synthetic compute). Every figure is emulate's own; the host's share is the "
-              f"host's part of the critical path's time over the round, host-bound at 5 %. Ran "
+              f"host's part of the critical path's time over the round, host-bound at 5 %; \"all host CPUs "
+              f"busy\": the share of the round in sampling intervals with every core ≥ 95 % busy, the most the "
+              f"host can have starved anything. Ran "
               f"{data['started_utc']} – {data['ended_utc']} on {data['cpu']} ({data['machine']}), commit "
               f"{data['commit']}.\n")

@@ -27,6 +27,8 @@ class HostRound:
     lost_s: float  #: critical-path time lost to the host (emulated seconds)
     share: float  #: lost_s / round time
     cpu_busy: float | None = None  #: the host's CPUs busy during the round, 0..1 of all cores
+    #: Share of the round in sampling intervals with every core busy: the most the host can have starved anything
+    cpu_saturated: float | None = None
     dilation: float = 1.0  #: every emulated second lasted this many real seconds
     cpu_capped: bool = False  #: each device's processes were capped to its share of a core
     device_cpu_s: float | None = None  #: CPU seconds the sampled devices' processes used (emulated)

@@ -121,10 +121,11 @@ def host_round(held: MessageHold, round_time_s: float, t_from_s: float, t_to_s: 
     kept beside it), and what the CPU samples say about its window (the samples' stamps are emulated;
     host CPU seconds are real, so the window is put back in real seconds)."""
     a, b = _at(samples, t_from_s), _at(samples, t_to_s)
-    busy = dev_cpu = dev_thr = None
+    busy = saturated = dev_cpu = dev_thr = None
     if a is not None and b is not None and b.t_s > a.t_s:
         real_s = dilation.real_s(b.t_s - a.t_s)
         busy = min(1.0, max(0.0, (b.busy_cpu_s - a.busy_cpu_s) / (real_s * cores)))
+        saturated = _saturated_share(samples, a, b, cores, dilation)
         if capped:
             # what the devices used and waited, as emulated seconds (a capped core second = 1/K of one)
             dev_cpu = sum(b.device_cpu_s.get(c, 0.0) - a.device_cpu_s.get(c, 0.0) for c in clients)
@@ -133,7 +134,26 @@ def host_round(held: MessageHold, round_time_s: float, t_from_s: float, t_to_s: 
     share = held.host_s / round_time_s if round_time_s > 0 else 0.0
     return HostRound(lost_s=held.host_s, share=share, cpu_busy=busy, dilation=dilation.factor, cpu_capped=capped,
                      device_cpu_s=dev_cpu, device_throttled_s=dev_thr,
-                     device_bound_s=held.device_s if capped else None)
+                     device_bound_s=held.device_s if capped else None, cpu_saturated=saturated)
+
+
+#: A sampling interval in which the host's CPUs were at least this busy, all of them, had no core to spare.
+SATURATED_BUSY = 0.95
+
+
+def _saturated_share(samples: Sequence[HostSample], a: HostSample, b: HostSample, cores: int,
+                     dilation: Dilation) -> float:
+    """The share of a round's time (from sample ``a`` to ``b``) in sampling intervals where every core was
+    busy (:data:`SATURATED_BUSY`). Only then can the host have kept any process from running: a runnable
+    process gets an idle core while one exists. So it bounds what the host can have starved, in every part
+    of the round (a ClientApp's set-up too, which the idle link cannot show)."""
+    inside = [s for s in samples if a.t_s <= s.t_s <= b.t_s]
+    full = 0.0
+    for s0, s1 in zip(inside, inside[1:]):
+        span = s1.t_s - s0.t_s
+        if span > 0 and (s1.busy_cpu_s - s0.busy_cpu_s) / (dilation.real_s(span) * cores) >= SATURATED_BUSY:
+            full += span
+    return min(1.0, full / (b.t_s - a.t_s))
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,19 @@ def test_host_round_reads_cpu_busy_and_device_time_over_the_window() -> None:
     assert h.device_cpu_s == pytest.approx(4.0) and h.device_throttled_s == pytest.approx(3.0)
     assert h.share == pytest.approx(0.04) and not h.bound  # the devices' own 1.5 s do not count
     assert h.device_bound_s == pytest.approx(1.5)
+    assert h.cpu_saturated == pytest.approx(0.0)  # one interval at 75 %
+
+
+def test_a_round_says_how_much_of_it_the_host_had_no_core_to_spare() -> None:
+    # 2 cores, undilated: 1 s intervals at 100 %, 50 %, 96 %, 100 % busy
+    samples = [HostSample(0.0, 0.0), HostSample(1.0, 2.0), HostSample(2.0, 3.0), HostSample(3.0, 4.92),
+               HostSample(4.0, 6.92)]
+    h = host_round(MessageHold(), 4.0, 0.0, 4.0, samples, cores=2, clients=[], dilation=NO_DILATION, capped=False)
+    assert h.cpu_saturated == pytest.approx(0.75) and h.cpu_busy == pytest.approx(6.92 / 8)
+    dilated = [HostSample(0.0, 0.0), HostSample(1.0, 4.0)]  # 1 emulated s = 2 real s at K = 2: 4 CPU-s is all of it
+    assert host_round(MessageHold(), 1.0, 0.0, 1.0, dilated, 2, [], dilation=Dilation(2.0),
+                      capped=False).cpu_saturated == pytest.approx(1.0)
+    assert host_round(MessageHold(), 1.0, 0.0, 1.0, [], 2, [], dilation=NO_DILATION, capped=False).cpu_saturated is None
     bound = host_round(MessageHold(HOST_BOUND_SHARE * 10.0), 10.0, 10.0, 20.0, [], 2, [0], dilation=NO_DILATION,
                        capped=False)
     assert bound.bound and bound.cpu_busy is None and bound.device_bound_s is None
