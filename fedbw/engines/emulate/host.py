@@ -205,3 +205,20 @@ class StartReference:
         wait that long on any host) plus :data:`START_MARGIN` × its fastest start; None before any."""
         fastest = self._fastest.get(client_id)
         return None if fastest is None else SUPEREXEC_TASK_POLL_S + START_MARGIN * fastest
+
+
+def judge_messages(times: Sequence[Any], sampler: HostSampler | None, starts: StartReference) -> None:
+    """Set each of a round's messages' hold (``t_host_s``, ``t_device_s``; each a
+    :class:`~fedbw.engines.emulate.attribution.MessageTimes`): the round's ClientApp starts join ``starts``
+    first, so a device's first round has a reference; each payload's device CPU use goes into its ``bulk``
+    (``{down,up}_device_busy``) where ``sampler`` can say it."""
+    for t in times:
+        starts.add(t.client_id, float(t.parts.get("clientapp_start_s", 0.0)))
+    for t in times:
+        if sampler is not None:
+            for d in ("down", "up"):
+                first, last = t.bulk.get(f"{d}_first_s"), t.bulk.get(f"{d}_last_s")
+                if first is not None and last is not None:
+                    t.bulk[f"{d}_device_busy"] = sampler.device_busy(t.client_id, first, last)
+        held = message_hold(t.parts, t.bulk, starts.worst_s(t.client_id))
+        t.t_host_s, t.t_device_s = held.host_s, held.device_s

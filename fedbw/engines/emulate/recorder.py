@@ -14,7 +14,7 @@ from typing import Any
 from fedbw.engines.base import Progress
 from fedbw.engines.emulate.attribution import MessageTimes, match_messages, message_times, round_records
 from fedbw.engines.emulate.federation import MessageMeasure
-from fedbw.engines.emulate.host import HostSampler, StartReference, host_round_for, message_hold
+from fedbw.engines.emulate.host import HostSampler, StartReference, host_round_for, judge_messages
 from fedbw.engines.measured import EventReader, RoundAssembler
 from fedbw.results.measured_round import client_extras, mark_halted
 from fedbw.plan import Plan
@@ -57,16 +57,7 @@ class RoundRecorder:
             # a message the SuperNode never logged (it was dropped first) has no measure: skipped
             times = [message_times(ev_msg, meas) for ev_msg, meas in match_messages(rnd.messages, measures())
                      if meas is not None]
-            for t in times:
-                self.starts.add(t.client_id, float(t.parts.get("clientapp_start_s", 0.0)))
-            for t in times:
-                if self.host is not None:
-                    for d in ("down", "up"):
-                        first, last = t.bulk.get(f"{d}_first_s"), t.bulk.get(f"{d}_last_s")
-                        if first is not None and last is not None:
-                            t.bulk[f"{d}_device_busy"] = self.host.device_busy(t.client_id, first, last)
-                held = message_hold(t.parts, t.bulk, self.starts.worst_s(t.client_id))
-                t.t_host_s, t.t_device_s = held.host_s, held.device_s
+            judge_messages(times, self.host, self.starts)
             clients, record = round_records(
                 self.run_id, ENGINE, rnd.round, times, self.profile_of, rnd.clients or [], self.dropped(),
                 late=rnd.late,

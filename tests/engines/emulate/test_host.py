@@ -142,3 +142,30 @@ def test_auto_dilation_gives_every_device_a_core() -> None:
     assert auto_dilation(8, cores=2) == 7
     assert auto_dilation(1, cores=64) == 1
     assert resolve_dilation("auto", 4, cores=2) == 4.0 and resolve_dilation(2.5, 4) == 2.5
+
+
+def test_a_measured_messages_upload_idle_time_is_split_by_its_devices_cpu_over_that_payload() -> None:
+    """From the shaper's transfer through message_times to the hold: the payload's window (its first byte in,
+    its last out) picks the device's samples, so a device at its cap during its upload keeps that upload's
+    idle time as its own, while its download (no samples inside) stays the host's."""
+    from fedbw.engines.emulate.attribution import message_times
+    from fedbw.engines.emulate.federation import MessageMeasure
+    from fedbw.engines.emulate.host import judge_messages
+    from fedbw.engines.emulate.supernode_log import MessageSpan
+    from fedbw.shaper.series import Transfer
+
+    span = MessageSpan(0, "train", "1", 1.1, 1.5, 3.0, 6.0, 8.0)
+    down = Transfer(1_000_000, 1.0, 1.5, 990_000, 1.05, 1.5, sender_idle_s=0.2)
+    up = Transfer(4_000_000, 6.0, 8.0, 3_990_000, 6.05, 8.0, sender_idle_s=1.2)
+    ev = {"client_id": 0, "stage": "fit", "t_sent": 0.0, "t_replied": 9.0, "t_recv": 3.5, "t_reply": 5.5,
+          "t_app_s": 2.0, "compute_s": 1.5}
+    t = message_times(ev, MessageMeasure(0, span, down, up))
+    assert (t.bulk["up_first_s"], t.bulk["up_last_s"]) == (6.05, 8.0)
+    sampler = HostSampler({0: _Group()}, NO_DILATION)  # half a core: 0.5 CPU-s per second at the cap
+    sampler.samples = [HostSample(s, 0.0, {0: 0.5 * s}) for s in (6.5, 7.0, 7.5)]
+    judge_messages([t], sampler, StartReference())
+    assert t.bulk["up_device_busy"] == pytest.approx(1.0) and t.bulk["down_device_busy"] is None
+    assert t.t_device_s == pytest.approx(1.2) and t.t_host_s == pytest.approx(0.2)
+    plain = message_times(ev, MessageMeasure(0, span, down, up))
+    judge_messages([plain], None, StartReference())  # no sampler: every idle second is the host's, as before
+    assert plain.t_host_s == pytest.approx(1.4) and plain.t_device_s == 0.0
