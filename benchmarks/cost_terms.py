@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fedbw.calibrate.evaluate import as_json, evaluate  # noqa: E402
+from fedbw.calibrate.evaluate import as_json, evaluate, hop_by_direction  # noqa: E402
 from fedbw.calibrate.measure import read_measurements  # noqa: E402
 from fedbw.errors import FedbwError  # noqa: E402
 from fedbw.calibration.file import model_stamp  # noqa: E402
@@ -60,7 +60,8 @@ def evaluate_file(path: Path, folds: int, resamples: int, seed: int) -> dict[str
     return as_json(verdicts, families, messages=_where(path), message_count=len(m.messages),
                    messages_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
                    measured_utc=m.provenance.get("created_utc", "?"), machine=m.provenance.get("machine", "?"),
-                   cpu=_cpu(m), dilation=m.dilation, folds=folds, resamples=resamples, seed=seed)
+                   cpu=_cpu(m), dilation=m.dilation, folds=folds, resamples=resamples, seed=seed,
+                   hop_by_direction=hop_by_direction(m.messages, m.aggregation))
 
 
 def across(folds: int, resamples: int, seed: int) -> dict[str, Any]:

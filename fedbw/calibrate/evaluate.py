@@ -38,13 +38,33 @@ from fedbw.results.messages import MeasuredMessage
 Family = Callable[[FlowerCosts, Sequence[MeasuredMessage], Sequence[Sequence[float]]], Iterator[tuple[float, float]]]
 
 
-def _unshaped_transfers(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
+def _unshaped_pairs(c: FlowerCosts, msgs: Sequence[MeasuredMessage], directions: Sequence[str] = ("down", "up"),
+                    ) -> Iterator[tuple[float, float]]:
     for m in msgs:
         if m.run in (UNSHAPED, PROBE):
-            for d in ("down", "up"):
+            for d in directions:
                 if getattr(m, f"objects_{d}"):
                     yield getattr(m, f"t_{d}_s"), HOP.seconds(c, objects=getattr(m, f"objects_{d}"),
                                                               nbytes=getattr(m, f"flower_bytes_{d}"))
+
+
+def _unshaped_transfers(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:
+    yield from _unshaped_pairs(c, msgs)
+
+
+def hop_by_direction(messages: Sequence[MeasuredMessage], aggregation: Sequence[Sequence[float]],
+                     ) -> dict[str, dict[str, float | None]]:
+    """The hop term, fitted on unshaped downloads and uploads together, held against each direction alone:
+    how many transfers and their median measured ÷ predicted. One term for both directions is the model's
+    assumption; medians far from 1 on opposite sides say a pull and a push cost the SuperNode different work
+    per object, which the one term averages (a diagnosis on calibration messages, not a fit)."""
+    costs = costs_of(fit_all(messages, aggregation))
+    out: dict[str, dict[str, float | None]] = {}
+    for d in ("down", "up"):
+        ratios = [m / p for m, p in _unshaped_pairs(costs, messages, (d,)) if p > 0]
+        out[d] = {"transfers": len(ratios),
+                  "median_measured_over_predicted": statistics.median(ratios) if ratios else None}
+    return out
 
 
 def _app_code(c: FlowerCosts, msgs: Sequence[MeasuredMessage], _: object) -> Iterator[tuple[float, float]]:

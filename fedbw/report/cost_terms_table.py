@@ -77,9 +77,19 @@ def cost_terms_across_markdown(data: dict[str, Any]) -> str:
             counts[c["verdict"]] += 1
             cells.append(f"{SHORT_VERDICTS[c['verdict']]} {fmt_constant(name, c['value'])}")
         rows.append([name, *cells, " / ".join(str(counts[v]) for v in SHORT_VERDICTS)])
+    hops = [(i, cal["hop_by_direction"]) for i, cal in enumerate(cals, 1) if cal.get("hop_by_direction")]
+    hop_line = ("" if not hops else
+                " The hop term (one per-object and per-MiB cost for both directions), fitted on the unshaped "
+                "transfers and held against each direction alone, measured ÷ predicted (median; downloads, "
+                "uploads): " + "; ".join(f"{i}: {_ratio(h['down'])}, {_ratio(h['up'])}" for i, h in hops) + ".")
     sources = "; ".join(f"{i}: `{cal['messages']}` ({cal['message_count']} messages, measured {cal['measured_utc']})"
                         for i, cal in enumerate(cals, 1))
     return (md_table(head, rows, right=set(range(1, len(cals) + 1))) +
             f"\nK: the calibration's dilation. Each column is one calibration's own messages, evaluated as the "
             f"table above ({data['folds']}-fold cross-validation, {data['resamples']} bootstrap resamples, seed "
-            f"{data['seed']}): {sources}. Evaluated {data['date']}.\n")
+            f"{data['seed']}): {sources}.{hop_line} Evaluated {data['date']}.\n")
+
+
+def _ratio(side: dict[str, Any]) -> str:
+    r = side.get("median_measured_over_predicted")
+    return "-" if r is None else f"×{r:.2f}"

@@ -34,6 +34,10 @@ def test_across_takes_every_messages_file_oldest_first_with_its_host_and_dilatio
     counts = [sum(c["verdict"] == v for cal in cals for c in cal["constants"] if c["name"] == "app_setup_s")
               for v in ("earns", "unproven", "goes")]
     assert row.endswith(" / ".join(map(str, counts)) + " |")
+    hops = [c["hop_by_direction"] for c in cals]
+    assert all(h[d]["transfers"] > 0 for h in hops for d in ("down", "up"))
+    ratios = [f"×{h[d]['median_measured_over_predicted']:.2f}" for h in hops for d in ("down", "up")]
+    assert f"1: {ratios[0]}, {ratios[1]}; 2: {ratios[2]}, {ratios[3]}." in text
 
 
 def test_the_script_refuses_no_input_and_two_inputs(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -52,3 +52,20 @@ def test_the_intervals_are_the_bootstraps_and_repeatable_and_every_term_has_a_fa
         assert intervals[v.name] == (v.low, v.high) and v.low <= v.high
     assert bootstrap(msgs, agg, resamples=40) == intervals  # seeded: the same every time
     assert set(FAMILY_OF_TERM) == set(TERMS) and set(FAMILY_OF_TERM.values()) <= set(FAMILIES)
+
+
+def test_hop_by_direction_holds_the_one_fitted_hop_against_each_direction() -> None:
+    """Uploads that cost three times the downloads' time: the one hop term fits between them, so downloads come
+    out below 1 and uploads above it; transfers alike in both directions come out at 1."""
+    from dataclasses import replace
+
+    from fedbw.calibrate.evaluate import hop_by_direction
+
+    alike = hop_by_direction(_transfers(), _aggregation())
+    assert alike["down"]["transfers"] == alike["up"]["transfers"] == 60
+    assert abs(alike["down"]["median_measured_over_predicted"] - 1) < 0.05
+    assert abs(alike["up"]["median_measured_over_predicted"] - 1) < 0.05
+    skewed = hop_by_direction([replace(m, t_up_s=3 * m.t_down_s) for m in _transfers()], _aggregation())
+    assert skewed["down"]["median_measured_over_predicted"] < 0.8 < 1.2 < skewed["up"]["median_measured_over_predicted"]
+    none = hop_by_direction([replace(m, objects_up=0) for m in _transfers()], _aggregation())
+    assert none["up"] == {"transfers": 0, "median_measured_over_predicted": None}
