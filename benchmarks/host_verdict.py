@@ -5,7 +5,7 @@ Why: in validation 5 (docs/fidelity.md) every round of every ``params=1M``/``par
 (the link idle mid-payload, a share of about 0.2 of the round) while the host's CPUs were 12–30 % busy. Those
 messages hold about 600 Flower objects each, fetched two requests at a time, and a one-core device spends
 CPU on each: its link idles between requests as a real device's of that speed would. emulate now splits
-each payload's idle time by the sending device's CPU use over it, as a share of its cgroup cap
+each payload's idle time by the client device's CPU use over it, as a share of its cgroup cap
 (fedbw/engines/emulate/host.py). This runs validation 5's ``1M-home-80-2`` row again:
 
 * at dilation 7, as validation 5 ran it: the devices' own time should leave the host's share, and
@@ -97,11 +97,17 @@ def main(argv: list[str] | None = None) -> int:
     if not dilations or any(k < 1 for k in dilations):
         ap.error("--dilations: each at least 1")
     from fedbw.collectives.machine import cpu_model
+    from fedbw.errors import FedbwError
     from fedbw.files.atomic import write_json_atomic
     from fedbw.report.host_verdict_table import host_verdict_markdown
 
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    runs = [run_once(k) for k in dilations]
+    runs = []
+    for k in dilations:  # a run that fails is kept as its error, and the others still run
+        try:
+            runs.append(run_once(k))
+        except FedbwError as exc:
+            runs.append({"dilation": k, "error": str(exc).splitlines()[0], "rounds": [], "payloads": []})
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     data = {"benchmark": "host-verdict", "row": "-".join(map(str, ROW[:3])), "validation": VALIDATION,
             "started_utc": started, "ended_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -37,6 +37,9 @@ def host_verdict_markdown(data: dict[str, Any]) -> str:
             "all host CPUs busy", "devices' CPU over their payloads (share of cap, median)"]
     rows = []
     for run in data["runs"]:
+        if run.get("error"):
+            rows.append([f"dilation {run['dilation']:g}", "-", f"failed: {run['error']}"] + [""] * (len(head) - 3))
+            continue
         busy = _busy(run["payloads"])
         for r in run["rounds"]:
             rows.append([f"dilation {run['dilation']:g}", str(r["round"]), fmt_s(r["round_time_s"]),

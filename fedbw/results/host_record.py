@@ -6,9 +6,9 @@ more than the links, and dilation (``emulate --dilation``) is the remedy. Time l
 counted on the critical path of each stage: the link idle while a message was still incomplete (the
 sender's process had not handed over its bytes) plus a ClientApp start that took longer than
 Flower's worst-case task poll plus the fastest start that device showed in the run. Where devices are
-capped, the idle time during which the device ran at its cap is the device's own (``device_bound_s``):
-a real device of that speed pays it too, so it is kept out of the host's share
-(fedbw.engines.emulate.host).
+capped, the idle time's share that the device's own CPU held (its CPU use over the payload, as a share of
+its cap) is the device's (``device_bound_s``): a real device of that speed pays it too, so it is kept out
+of the host's share (fedbw.engines.emulate.host).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class HostRound:
     cpu_capped: bool = False  #: each device's processes were capped to its share of a core
     device_cpu_s: float | None = None  #: CPU seconds the sampled devices' processes used (emulated)
     device_throttled_s: float | None = None  #: time devices waited on their cap: they were CPU-bound themselves
-    #: Critical-path link idle that the devices' own CPU held (at their cap; emulated seconds): not in ``lost_s``
+    #: Critical-path link idle that the devices' own CPU held (emulated seconds): not in ``lost_s``
     device_bound_s: float | None = None
 
     @property

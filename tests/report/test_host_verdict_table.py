@@ -33,3 +33,5 @@ def test_each_round_shows_the_hosts_share_the_devices_own_time_and_the_payloads_
     before = [line for line in lines if line.startswith("| validation 5, trial 0")]
     assert "| 0.250 | yes |" in before[0] and "| 0.030 | no |" in before[1] and before[1].count("| - |") == 1 and before[0].endswith("| 20 % |  |  |")
     assert "AMD EPYC" in text and "commit abc" in text
+    failed = {**_data(), "runs": [{"dilation": 1.25, "error": "round 1: boom", "rounds": [], "payloads": []}]}
+    assert "| dilation 1.25 | - | failed: round 1: boom |" in host_verdict_markdown(failed)

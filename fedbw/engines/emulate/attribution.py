@@ -64,7 +64,7 @@ class MessageTimes:
     t_receiving_s: float | None = None  #: the SuperNode's "Receiving" and "Sent successfully" (perf_counter)
     t_sent_s: float | None = None
     t_host_s: float | None = None  #: time the host, not the link, held (fedbw.engines.emulate.host)
-    t_device_s: float | None = None  #: link idle the device's own CPU held, at its cap (not the host's)
+    t_device_s: float | None = None  #: link idle the device's own CPU held (not the host's: fedbw.engines.emulate.host)
     #: How long the download had been under way when the ServerApp finished pushing the message's objects
     #: (0: it started after; None: not logged). A SuperNode whose poll lands inside the push finds the
     #: message before its objects and waits on Flower's pull backoff inside its download.

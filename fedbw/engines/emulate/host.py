@@ -9,9 +9,10 @@ plus the fastest start that device showed in this run). :func:`host_round` turns
 
 A link idle mid-payload is not always the host's doing. A message of many objects (Flower sends each
 array as objects of its own, fetched two requests at a time) keeps a one-core device's CPU busy between
-requests, and a real device of that speed leaves its link idle the same way. Where the devices are
-capped, the idle time is split by the sending device's CPU use over that payload (a share of its cap,
-from the cgroup's own counter): the part while the device ran at its cap is the device's
+requests, and a real device of that speed leaves its link idle the same way (it pushes an upload's
+objects and asks for a download's one by one, so its CPU paces both). Where the devices are capped, a
+payload's idle time is split in proportion to the client device's CPU use over that payload, as a share
+of its cap (from the cgroup's own counter): that share is the device's own
 (:attr:`MessageHold.device_s`), the rest the host's. Without caps or samples the whole idle time stays
 the host's, as before.
 
@@ -160,16 +161,16 @@ def _saturated_share(samples: Sequence[HostSample], a: HostSample, b: HostSample
 class MessageHold:
     """Time a message's critical path spent on something other than its links and its training."""
 
-    host_s: float = 0.0  #: the host's: link idle while the device had CPU to spare, and late ClientApp starts
-    device_s: float = 0.0  #: the device's own: link idle while the device ran at its CPU cap
+    host_s: float = 0.0  #: the host's: the rest of the link's idle time, and late ClientApp starts
+    device_s: float = 0.0  #: the device's own: link idle × the device's CPU use over that payload (share of its cap)
 
     def __add__(self, other: MessageHold) -> MessageHold:
         return MessageHold(self.host_s + other.host_s, self.device_s + other.device_s)
 
 
 def message_hold(parts: Mapping[str, float], bulk: Mapping[str, Any], worst_start_s: float | None) -> MessageHold:
-    """One message's hold: its link idle mid-payload, split by ``{direction}_device_busy`` (the sending
-    device's share of its cap over that payload, :meth:`HostSampler.device_busy`; absent: all the host's),
+    """One message's hold: its link idle mid-payload, split by ``{direction}_device_busy`` (the client
+    device's CPU use over that payload as a share of its cap, :meth:`HostSampler.device_busy`; absent: all the host's),
     and a ClientApp start beyond ``worst_start_s`` (:meth:`StartReference.worst_s`; None: no reference)."""
     host = device = 0.0
     for direction in ("down", "up"):
