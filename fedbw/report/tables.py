@@ -321,10 +321,13 @@ def host_summary(rounds: Sequence[RoundRecord]) -> str | None:
     k = hosted[0].host.dilation if hosted[0].host is not None else 1.0
     capped = all(r.host is not None and r.host.cpu_capped for r in hosted)
     how = f"dilation {k:g}×" + (", devices CPU-capped" if capped else "") if k > 1 else "no dilation"
+    own = sum(r.host.device_bound_s or 0.0 for r in hosted if r.host is not None)
+    devices = (f"; the devices' own CPU left their links idle {fmt_s(own / len(hosted))} a round (a device of that "
+               "speed does too: not the host's)") if own > 0 else ""
     if not bound:
-        return f"host: no round host-bound ({how})"
+        return f"host: no round host-bound ({how}){devices}"
     return (f"[yellow]host-bound[/]: {len(bound)} of {len(hosted)} rounds ({', '.join(map(str, bound))}) — the host "
-            f"held ≥ 5 % of the round ({how}); rerun with --dilation auto (docs/emulate.md)")
+            f"held ≥ 5 % of the round ({how}); rerun with --dilation auto (docs/emulate.md){devices}")
 
 
 def privacy_caption(rounds: Sequence[RoundRecord]) -> str | None:
