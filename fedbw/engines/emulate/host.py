@@ -46,6 +46,11 @@ class HostSample:
     device_cpu_s: Mapping[int, float] = field(default_factory=dict)  #: per capped device (real CPU s)
     device_throttled_s: Mapping[int, float] = field(default_factory=dict)
 
+    def as_row(self) -> list[Any]:
+        """The sample as emulate.json keeps it: ``[t_s, busy_cpu_s, {client: cpu_s}, {client: throttled_s}]``."""
+        return [self.t_s, self.busy_cpu_s, {str(k): v for k, v in self.device_cpu_s.items()},
+                {str(k): v for k, v in self.device_throttled_s.items()}]
+
 
 def _busy_cpu_s() -> float:
     t = psutil.cpu_times()

@@ -99,6 +99,8 @@ def write_summary(path: Path, res: EmulationResult, recorder: RoundRecorder) -> 
         "link_bytes_up": {str(k): v for k, v in res.bytes_up.items()},
         "link_bytes_down": {str(k): v for k, v in res.bytes_down.items()},
         "messages": [measured_message(r, t).to_json() for r, t in recorder.messages],
+        # the host's CPU samples as taken (emulated stamps; real CPU seconds), so a verdict can be read again
+        "host_samples": [] if recorder.host is None else [s.as_row() for s in recorder.host.samples],
     }
     write_json_atomic(path, data, indent=1)  # whole or absent, also when the run is being interrupted
 

@@ -169,3 +169,10 @@ def test_a_measured_messages_upload_idle_time_is_split_by_its_devices_cpu_over_t
     plain = message_times(ev, MessageMeasure(0, span, down, up))
     judge_messages([plain], None, StartReference())  # no sampler: every idle second is the host's, as before
     assert plain.t_host_s == pytest.approx(1.4) and plain.t_device_s == 0.0
+
+
+def test_a_sample_is_kept_as_a_plain_row() -> None:
+    import json
+
+    row = HostSample(1.5, 20.0, {0: 0.25}, {0: 0.5}).as_row()
+    assert json.loads(json.dumps(row)) == [1.5, 20.0, {"0": 0.25}, {"0": 0.5}]
