@@ -79,6 +79,8 @@ def compare(paths: list[Path] = typer.Argument(..., help="run directories and/or
 @app.command()
 @friendly
 def docs(check: bool = typer.Option(False, "--check", help="only say which docs differ from their data (exit 1)"),
+         stale: bool = typer.Option(False, "--stale", help="only list the results another model version made, "
+                                                             "each with the command that writes it again"),
          root: Path = typer.Option(Path("."), "--root", help="the repository (with docs/ and benchmarks/results/)")) -> None:
     """Regenerate every table in docs/ from the data in the repo (benchmark JSON, the catalog)."""
     from fedbw.errors import ConfigError, RunError
@@ -86,6 +88,11 @@ def docs(check: bool = typer.Option(False, "--check", help="only say which docs 
 
     if not (root / "docs").is_dir():
         raise ConfigError(f"{root.resolve()} has no docs/ folder; run from the repository or pass --root")
+    if stale:
+        from fedbw.report.docs import render_stale
+
+        out.print(render_stale(root), highlight=False)
+        return
     stale = regenerate(root, check=check)
     if check and stale:
         raise RunError("docs out of date with their data: " + ", ".join(str(p) for p in stale)

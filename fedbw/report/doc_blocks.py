@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,34 @@ def made_by_line(stamp: dict[str, Any] | None, command: str) -> str:
 BY_RESULT: dict[str, Callable[[dict[str, Any]], str]] = {}
 
 
+@dataclass(frozen=True)
+class ModelBlock:
+    """A block whose numbers the model made: where they come from and what writes them again."""
+
+    result: str  #: its file in benchmarks/results/
+    command: str
+    needs: str | None  #: the part of the result it reads (a part may carry its own stamp)
+
+
+#: Every block registered with ``model=True``, by name.
+MODEL_BLOCKS: dict[str, ModelBlock] = {}
+
+
+def stale_blocks(root: Path) -> list[tuple[str, ModelBlock, str]]:
+    """The model's blocks whose data another model version made: (block, where, that version), in the order
+    registered. What a model change leaves to run again before ``fedbw docs --check`` passes."""
+    from fedbw.netmodel.version import model_version
+
+    current = model_version()
+    out = []
+    for name, block in MODEL_BLOCKS.items():
+        data = load_result(root, block.result)
+        made = (made_by(data, block.needs) or {}).get("model_version") if data else None
+        if made is not None and made != current:
+            out.append((name, block, str(made)))
+    return out
+
+
 def result_table(name: str, result: str, command: str, needs: str | None = None, model: bool = False,
                  ) -> Callable[[Callable[[dict[str, Any]], str]], Callable[[dict[str, Any]], str]]:
     """Register ``fn(data)`` as the block ``name``, rendered from ``benchmarks/results/<result>``; with
@@ -99,5 +128,7 @@ def result_table(name: str, result: str, command: str, needs: str | None = None,
             return stale if stale else fn(data) + made_by_line(stamp, command)
         TABLES[name] = render
         BY_RESULT.setdefault(result, fn)
+        if model:
+            MODEL_BLOCKS[name] = ModelBlock(result, command, needs)
         return fn
     return register

@@ -56,3 +56,21 @@ def regenerate(root: Path, check: bool = False) -> list[Path]:
             if not check:
                 path.write_text(new, encoding="utf-8")
     return stale
+
+
+def render_stale(root: Path) -> str:
+    """The results a model change left stale (:func:`~fedbw.report.doc_blocks.stale_blocks`): one line per
+    command that writes them again, with the blocks it feeds; or that none is."""
+    from fedbw.netmodel.version import model_version
+    from fedbw.report.doc_blocks import stale_blocks
+
+    by_command: dict[str, list[str]] = {}
+    made: dict[str, str] = {}
+    for name, block, version in stale_blocks(root):
+        by_command.setdefault(block.command, []).append(f"{name} ({block.result})")
+        made[block.command] = version
+    if not by_command:
+        return f"every model result is of this fedbw's model ({model_version()})"
+    lines = [f"{len(by_command)} command(s) to run again for model {model_version()} (then `fedbw docs`):"]
+    lines += [f"- `{cmd}` (made by {made[cmd]}): {', '.join(blocks)}" for cmd, blocks in by_command.items()]
+    return "\n".join(lines)

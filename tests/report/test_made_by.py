@@ -42,6 +42,22 @@ def test_numbers_of_another_model_are_stale_and_docs_check_fails(tmp_path: Path)
     assert regenerate(root, check=True) == []
 
 
+def test_docs_stale_lists_each_command_that_writes_another_models_numbers_again(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from fedbw.cli import app
+    from fedbw.report.docs import render_stale
+
+    root = _root(tmp_path, {"value": 7, "made_by": {"model_version": model_version(), "calibration": "c-abc"}})
+    assert render_stale(root).startswith("every model result is of this fedbw's model")
+    (root / "benchmarks" / "results" / "made-by-test.json").write_text(
+        json.dumps({"value": 7, "made_by": {"model_version": "m-000000000000", "calibration": "c-abc"}}))
+    text = render_stale(root)
+    assert "- `bench --case x` (made by m-000000000000): test.made-by (made-by-test.json)" in text
+    res = CliRunner().invoke(app, ["docs", "--stale", "--root", str(root)])
+    assert res.exit_code == 0 and "bench --case x" in res.output
+
+
 def test_numbers_without_a_stamp_say_their_model_is_unknown(tmp_path: Path) -> None:
     out = TABLES["test.made-by"](_root(tmp_path, {"value": 7}))
     assert "| 7 |" in out and "not recorded" in out
