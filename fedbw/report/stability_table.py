@@ -57,3 +57,8 @@ def _rescaled_line(rows: list[dict[str, Any]], rescaled: dict[str, float]) -> st
 result_table("fidelity.stability-dilation7", "validation-stability-calibration-dilation7.json",
              f"{VALIDATE_CMD} --stability SECOND --against benchmarks/results/calibration-dilation7.toml",
              model=True)(stability_markdown)
+
+#: ... and for validation 5's calibration, the AMD EPYC host's at dilation 7, against a second one measured there.
+result_table("fidelity.stability-dilation7-amd-epyc", "validation-stability-calibration-dilation7-amd-epyc.json",
+             f"{VALIDATE_CMD} --stability SECOND --against benchmarks/results/calibration-dilation7-amd-epyc.toml",
+             model=True)(stability_markdown)
