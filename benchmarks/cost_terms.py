@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from fedbw.calibrate.evaluate import as_json, evaluate, hop_by_direction  # noqa: E402
 from fedbw.calibrate.measure import read_measurements  # noqa: E402
 from fedbw.errors import FedbwError  # noqa: E402
-from fedbw.calibration.file import model_stamp  # noqa: E402
+from fedbw.calibration.file import cpu_name, model_stamp  # noqa: E402
 from fedbw.files.atomic import write_json_atomic  # noqa: E402
 from fedbw.report.cost_terms_table import cost_terms_across_markdown, cost_terms_markdown  # noqa: E402
 
@@ -45,12 +45,15 @@ def _where(path: Path) -> str:
 
 
 def _cpu(m: Any) -> str:
-    """The calibrating host's CPU: recorded since 2026-12-07; before that, the CPU its SecAgg+ crypto was timed
-    on in the same run (the messages' ``secagg.machine``), else unknown."""
-    if m.provenance.get("cpu"):
-        return str(m.provenance["cpu"])
-    machine = (m.secagg or {}).get("machine") if isinstance(m.secagg, dict) else None
-    return str(machine).split(",")[0] if machine else "?"
+    """The calibrating host's CPU, by the calibration file's own rule (:func:`cpu_name`); "?" if unknown."""
+    machine = m.secagg.get("machine") if isinstance(m.secagg, dict) else None
+    return cpu_name(m.provenance, machine) or "?"
+
+
+def _evaluated() -> dict[str, Any]:
+    """When, where and under which model the verdicts were computed (the terms' expressions are the model's)."""
+    return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "evaluated_on": f"{platform.platform()}, Python {platform.python_version()}"}
 
 
 def evaluate_file(path: Path, folds: int, resamples: int, seed: int) -> dict[str, Any]:
@@ -70,9 +73,7 @@ def across(folds: int, resamples: int, seed: int) -> dict[str, Any]:
     if not files:
         raise FedbwError(f"no calibration messages (*.messages.jsonl) in {_where(RESULTS)}")
     cals = sorted((evaluate_file(f, folds, resamples, seed) for f in files), key=lambda c: c["measured_utc"])
-    return {"benchmark": "cost-terms-across", "folds": folds, "resamples": resamples, "seed": seed,
-            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "evaluated_on": f"{platform.platform()}, Python {platform.python_version()}",
+    return {"benchmark": "cost-terms-across", "folds": folds, "resamples": resamples, "seed": seed, **_evaluated(),
             "made_by": {**model_stamp(None), "calibration": "fitted from each messages file"},
             "calibrations": cals}
 
@@ -99,9 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             data = evaluate_file(args.messages, args.folds, args.resamples, args.seed)
             # the terms' expressions are the model's: the verdicts belong to this model version
-            data.update(date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                        evaluated_on=f"{platform.platform()}, Python {platform.python_version()}",
-                        made_by={**model_stamp(None), "calibration": "fitted from the messages above"})
+            data.update(_evaluated(), made_by={**model_stamp(None), "calibration": "fitted from the messages above"})
             out, table = args.out or OUT, cost_terms_markdown(data)
     except FedbwError as exc:
         print(f"error: {exc}", file=sys.stderr)

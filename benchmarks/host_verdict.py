@@ -2,7 +2,7 @@
 was host-bound before the split.
 
 Why: in validation 5 (docs/fidelity.md) every round of every ``params=1M``/``params=3M`` row was host-bound
-(the link idle mid-payload, a share of about 0.2 of the round) while the host's CPUs were 12–30 % busy. Those
+(the link idle mid-payload, shares of 0.16–0.34 of the round) while the host's CPUs were 11–32 % busy. Those
 messages hold about 600 Flower objects each, fetched two requests at a time, and a one-core device spends
 CPU on each: its link idles between requests as a real device's of that speed would. emulate now splits
 each payload's idle time by the client device's CPU use over it, as a share of its cgroup cap
@@ -81,6 +81,7 @@ def validation_trials() -> list[dict[str, Any]]:
     rid = V.row_id(*ROW)
     return [{"trial": e["trial"], "dilation": e["dilation"], "commit": e["commit"][:10],
              "host_shares": [r["host_share"] for r in e["rounds"]],
+             "host_bound": [r["host_bound"] for r in e["rounds"]],
              "cpu_busy": [r.get("host_cpu_busy") for r in e["rounds"]]}
             for e in V.read_log() if e["kind"] == "trial" and e.get("freeze") == VALIDATION and e["row"] == rid
             and e.get("status") == "ok"]

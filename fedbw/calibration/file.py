@@ -57,6 +57,15 @@ RETIRED = {
 }
 
 
+def cpu_name(provenance: dict[str, Any], secagg_machine: str | None) -> str | None:
+    """The CPU model a calibration (or its measured messages) was measured on: the provenance's ``cpu``
+    (recorded since 2026-12-07), else the one its SecAgg+ crypto was timed on in the same run (the first part
+    of ``secagg.machine``); None when neither says."""
+    if provenance.get("cpu"):
+        return str(provenance["cpu"])
+    return (secagg_machine or "").split(",")[0] or None
+
+
 @dataclass(frozen=True)
 class Constant:
     value: float
@@ -90,10 +99,7 @@ class Calibration:
         """The CPU model the constants were measured on: the provenance's (files since 2026-12-07), else the one
         SecAgg+'s crypto was timed on; None when the file says neither. One VM name can come back on another
         kind of host (an AMD EPYC after an Intel Xeon, 2026-12-07), whose CPU costs are not these."""
-        if self.provenance.get("cpu"):
-            return str(self.provenance["cpu"])
-        machine = getattr(self.secagg, "machine", "") or ""
-        return machine.split(",")[0] or None
+        return cpu_name(self.provenance, getattr(self.secagg, "machine", None))
 
     @property
     def fingerprint(self) -> str:

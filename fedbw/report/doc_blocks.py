@@ -55,13 +55,21 @@ def made_by(data: dict[str, Any], part: str | None = None) -> dict[str, Any] | N
     return stamp if isinstance(stamp, dict) else None
 
 
+def stale_version(stamp: dict[str, Any] | None) -> str | None:
+    """The model version a result's stamp names when it is not this fedbw's; None when current or unknown."""
+    from fedbw.netmodel.version import model_version
+
+    made = (stamp or {}).get("model_version")
+    return None if made is None or made == model_version() else str(made)
+
+
 def stale_note(stamp: dict[str, Any] | None, command: str) -> str | None:
     """A note replacing numbers made by another model version than this fedbw's; None when they are
     current or their model is unknown."""
     from fedbw.netmodel.version import model_version
 
-    made = (stamp or {}).get("model_version")
-    if made is None or made == model_version():
+    made = stale_version(stamp)
+    if made is None:
         return None
     return (f"(stale: these numbers came from model {made}; this fedbw's model is {model_version()}. "
             f"`{command}` writes them again.)\n")
@@ -95,15 +103,11 @@ MODEL_BLOCKS: dict[str, ModelBlock] = {}
 def stale_blocks(root: Path) -> list[tuple[str, ModelBlock, str]]:
     """The model's blocks whose data another model version made: (block, where, that version), in the order
     registered. What a model change leaves to run again before ``fedbw docs --check`` passes."""
-    from fedbw.netmodel.version import model_version
-
-    current = model_version()
     out = []
     for name, block in MODEL_BLOCKS.items():
         data = load_result(root, block.result)
-        made = (made_by(data, block.needs) or {}).get("model_version") if data else None
-        if made is not None and made != current:
-            out.append((name, block, str(made)))
+        if data and (made := stale_version(made_by(data, block.needs))) is not None:
+            out.append((name, block, made))
     return out
 
 

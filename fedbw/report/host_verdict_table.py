@@ -7,17 +7,13 @@ import statistics
 from typing import Any
 
 from fedbw.report.doc_blocks import md_table, result_table
-from fedbw.report.format import fmt_s
+from fedbw.report.format import fmt_pct, fmt_s
 
 COMMAND = ".venv/bin/python benchmarks/host_verdict.py"
 
 
 def _share(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.0f} %"
 
 
 def _busy(payloads: list[dict[str, Any]]) -> str:
@@ -45,14 +41,13 @@ def host_verdict_markdown(data: dict[str, Any]) -> str:
             rows.append([f"dilation {run['dilation']:g}", str(r["round"]), fmt_s(r["round_time_s"]),
                          _share(r["host_share"]), "yes" if r["host_bound"] else "no",
                          "-" if r["device_bound_s"] is None else fmt_s(r["device_bound_s"]),
-                         _pct(r["cpu_busy"]), _pct(r.get("cpu_saturated")),
+                         fmt_pct(r["cpu_busy"]), fmt_pct(r.get("cpu_saturated")),
                          busy if r["round"] == run["rounds"][0]["round"] else ""])
     for t in data["validation_trials"]:
-        for i, share in enumerate(t["host_shares"], 1):
-            cpu = t["cpu_busy"][i - 1]
+        for i, (share, bound, cpu) in enumerate(zip(t["host_shares"], t["host_bound"], t["cpu_busy"]), 1):
             rows.append([f"validation {data['validation']}, trial {t['trial']} (dilation {t['dilation']:g}, before "
-                         "the split)", str(i), "", _share(share), "yes" if share >= 0.05 else "no", "",
-                         _pct(cpu), "", ""])
+                         "the split)", str(i), "", _share(share), "yes" if bound else "no", "",
+                         fmt_pct(cpu), "", ""])
     return (md_table(head, rows)
             + f"\nRow `{data['row']}` of validation {data['validation']} (`params=1M`, about 600 objects a message, "
               f"2 clients on home-80, synthetic compute). Every figure is emulate's own; the host's share is the "

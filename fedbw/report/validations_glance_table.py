@@ -63,9 +63,9 @@ def validations_markdown(data: dict[str, Any]) -> str:
                         + ["-"] * (len(head) - 7))
             continue
         means, gaps = mean_errors(rows), trial_gaps(rows)
-        selves = [e for r in rows if (e := trial_round_error(r)) is not None]
-        spread = [r["round_median_abs_error"] <= max(t["round_median_abs_error"], e)
-                  for r in rows if (e := trial_round_error(r)) is not None]
+        paired = [(r, e) for r in rows if (e := trial_round_error(r)) is not None]
+        selves = [e for _, e in paired]
+        spread = [r["round_median_abs_error"] <= max(t["round_median_abs_error"], e) for r, e in paired]
         share = v.get("share_inside_interval")
         mean_within = v.get("rows_mean_within_target")
         body.append([

@@ -18,7 +18,7 @@ def _data() -> dict:  # type: ignore[type-arg]
              "device_bound_s": 5.0, "cpu_busy": 0.18, "cpu_saturated": 0.04}],
             "payloads": [{**payload, "idle_s": 3.0, "device_busy": 0.9}, {**payload, "idle_s": 2.0, "device_busy": 0.7},
                          {**payload, "idle_s": 1.0, "device_busy": None}, {**payload, "idle_s": 0.0, "device_busy": 0.1}]}],
-        "validation_trials": [{"trial": 0, "dilation": 7.0, "commit": "x", "host_shares": [0.25, 0.03],
+        "validation_trials": [{"trial": 0, "dilation": 7.0, "commit": "x", "host_shares": [0.25, 0.03], "host_bound": [True, False],
                                "cpu_busy": [0.2, None]}],
     }
 
