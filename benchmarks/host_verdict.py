@@ -50,7 +50,12 @@ def _payloads(messages: list[Any]) -> list[dict[str, Any]]:
     for m in messages:
         for d in ("down", "up"):
             out.append({"round": m.round, "client": m.client_id, "direction": d, "payload_s": m.bulk.get(f"{d}_s"),
-                        "idle_s": m.bulk.get(f"{d}_sender_idle_s"), "device_busy": m.bulk.get(f"{d}_device_busy")})
+                        "idle_s": m.bulk.get(f"{d}_sender_idle_s"),
+                        "request_flight_s": m.bulk.get(f"{d}_request_flight_s"),
+                        "device_busy": m.bulk.get(f"{d}_device_busy"),
+                        "device_throttled": m.bulk.get(f"{d}_device_throttled"),
+                        "server_busy": m.bulk.get(f"{d}_server_busy"),
+                        "server_throttled": m.bulk.get(f"{d}_server_throttled")})
     return out
 
 
@@ -68,6 +73,7 @@ def run_once(dilation: float) -> dict[str, Any]:
     rounds = [{"round": r.round, "round_time_s": r.round_time_s, "host_bound": r.host_bound,
                "host_share": r.host.share if r.host else None, "lost_s": r.host.lost_s if r.host else None,
                "device_bound_s": r.host.device_bound_s if r.host else None,
+               "server_bound_s": r.host.server_bound_s if r.host else None,
                "cpu_busy": r.host.cpu_busy if r.host else None,
                "cpu_saturated": r.host.cpu_saturated if r.host else None} for r in result.rounds]
     return {"dilation": dilation, "run_dir": str(result.run_dir.relative_to(ROOT)), "rounds": rounds,

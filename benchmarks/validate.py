@@ -299,6 +299,7 @@ def rounds_of(result: Any) -> list[dict[str, Any]]:
              "host_share": None if r.host is None else r.host.share,
              "host_cpu_busy": None if r.host is None else r.host.cpu_busy,
              "device_bound_s": None if r.host is None else r.host.device_bound_s,
+             "server_bound_s": None if r.host is None else r.host.server_bound_s,
              "host_cpu_saturated": None if r.host is None else r.host.cpu_saturated,
              "parts": r.extra.get("framework_parts_s")} for r in result.rounds]
 

@@ -322,8 +322,10 @@ def host_summary(rounds: Sequence[RoundRecord]) -> str | None:
     capped = all(r.host is not None and r.host.cpu_capped for r in hosted)
     how = f"dilation {k:g}×" + (", devices CPU-capped" if capped else "") if k > 1 else "no dilation"
     own = sum(r.host.device_bound_s or 0.0 for r in hosted if r.host is not None)
-    devices = (f"; the devices' own CPU left their links idle {fmt_s(own / len(hosted))} a round (a device of that "
-               "speed does too: not the host's)") if own > 0 else ""
+    server = sum(r.host.server_bound_s or 0.0 for r in hosted if r.host is not None)
+    devices = (f"; the devices' own CPU left their links idle {fmt_s(own / len(hosted))} a round, the server's "
+               f"{fmt_s(server / len(hosted))} (a deployment of those speeds does too: not the host's)"
+               ) if own + server > 0 else ""
     if not bound:
         return f"host: no round host-bound ({how}){devices}"
     return (f"[yellow]host-bound[/]: {len(bound)} of {len(hosted)} rounds ({', '.join(map(str, bound))}) — the host "

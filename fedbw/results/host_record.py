@@ -5,10 +5,12 @@ host's share of it reaches :data:`HOST_BOUND_SHARE`: then its figures describe t
 more than the links, and dilation (``emulate --dilation``) is the remedy. Time lost to the host is
 counted on the critical path of each stage: the link idle while a message was still incomplete (the
 sender's process had not handed over its bytes) plus a ClientApp start that took longer than
-Flower's worst-case task poll plus the fastest start that device showed in the run. Where devices are
-capped, the idle time's share that the device's own CPU held (its CPU use over the payload, as a share of
-its cap) is the device's (``device_bound_s``): a real device of that speed pays it too, so it is kept out
-of the host's share (fedbw.engines.emulate.host).
+Flower's worst-case task poll plus the fastest start that device showed in the run. The idle time in
+which the next request was crossing the link the other way is the link's own and nobody's hold. Where
+devices are capped, the idle time's share that the device's own CPU held (its CPU use over the payload, as a
+share of its cap) is the device's (``device_bound_s``), and of the rest the share the server's CPU held is
+the server's (``server_bound_s``): a real deployment of those speeds pays them too, so they are kept out of
+the host's share (fedbw.engines.emulate.host).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class HostRound:
     device_throttled_s: float | None = None  #: time devices waited on their cap: they were CPU-bound themselves
     #: Critical-path link idle that the devices' own CPU held (emulated seconds): not in ``lost_s``
     device_bound_s: float | None = None
+    #: ... and that the server's own CPU held (its group's cap: a server of SERVER_CORES): not in ``lost_s``
+    server_bound_s: float | None = None
 
     @property
     def bound(self) -> bool:

@@ -55,6 +55,7 @@ class MeasuredMessage:
     t_sent_s: float | None = None
     t_host_s: float | None = None  #: time the host, not the link, held (emulate's verdict, measured)
     t_device_s: float | None = None  #: link idle the device's own CPU held (emulate's split; not in t_host_s)
+    t_server_s: float | None = None  #: link idle the server's own CPU held (likewise)
     down_before_pushed_s: float | None = None  #: the download's lead over the end of the ServerApp's push
     #: Set by ``fedbw calibrate`` when it gathers messages: which of its runs (e.g. "unshaped", "shaped")
     #: and the model or probe that made the message.

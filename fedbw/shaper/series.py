@@ -54,6 +54,10 @@ class Transfer:
     #: Time inside the payload with nothing queued in the proxy: the link could have carried bytes the
     #: sender had not handed over yet (its host was slower than its link).
     sender_idle_s: float = 0.0
+    #: The part of ``sender_idle_s`` in which the other direction of the link had bytes in flight: the next
+    #: request on its way to the sender (a message fetched or pushed object by object waits a one-way delay
+    #: per request). The link's own time, which a real link of that latency spends too, not the host's.
+    request_flight_s: float = 0.0
 
     @property
     def duration_s(self) -> float:
@@ -113,7 +117,7 @@ class LinkSeries:
         base, end = series[i0], series[i1]
         first_in = next((s.last_in_s for s in series[i0 + 1:i1 + 1] if s.bytes_in > base.bytes_in), None)
         last_out = next((s.last_out_s for s in reversed(series[i0 + 1:i1 + 1]) if s.bytes_out > base.bytes_out), None)
-        bulk_bytes, bulk_first, bulk_last, idle_s = 0, None, None, 0.0
+        bulk_bytes, bulk_first, bulk_last, idle_s, flight_s = 0, None, None, 0.0, 0.0
         total_in = end.bytes_in - base.bytes_in
         if total_in > 0:
             # The payload starts after the leading control requests: past the last sample still within
@@ -134,16 +138,34 @@ class LinkSeries:
                 # after its children): the first sample within TAIL_BYTES of the window's total.
                 bulk_last = last_out
                 prev = series[k]
+                other = (client_id, "up" if direction == "down" else "down")
                 for s in series[k + 1:i1 + 1]:
                     if prev.bytes_in == prev.bytes_out and s.t_s - prev.t_s > 2 * self.interval_s:
                         idle_s += s.t_s - prev.t_s
+                        flight_s += self._in_flight_s(other, prev.t_s, s.t_s)
                     prev = s
                     if end.bytes_out - s.bytes_out <= TAIL_BYTES:
                         bulk_last = s.last_out_s
                         bulk_bytes = s.bytes_out - start_in
                         break
         return Transfer(end.bytes_out - base.bytes_out, first_in, last_out, bulk_bytes, bulk_first, bulk_last,
-                        idle_s)
+                        idle_s, flight_s)
+
+    def _in_flight_s(self, key: tuple[str, str], t_from_s: float, t_to_s: float) -> float:
+        """Time within (t_from_s, t_to_s) in which direction ``key`` held bytes in (into its proxy) not yet out
+        (to the receiver): a series keeps a sample per change, so each state lasts until the next sample."""
+        series, times = self.series.get(key), self._times.get(key)
+        if not series or not times:
+            return 0.0
+        i = max(0, bisect.bisect_right(times, t_from_s) - 1)
+        held = 0.0
+        while i < len(series) and series[i].t_s < t_to_s:
+            start = max(t_from_s, series[i].t_s)
+            stop = min(t_to_s, series[i + 1].t_s) if i + 1 < len(series) else t_to_s
+            if series[i].bytes_in > series[i].bytes_out and stop > start:
+                held += stop - start
+            i += 1
+        return held
 
     def dump(self, path: str | Path) -> None:
         """The series as a series file (what :class:`SeriesReader` reads): for benchmarks that plot a

@@ -11,10 +11,10 @@ def test_the_run_line_says_what_the_devices_own_cpu_held_beside_the_host_verdict
     def rnd(i: int, host: HostRound) -> RoundRecord:
         return RoundRecord("r", "emulate", i, 2, 10.0, 1.0, 0.0, 9.0, {}, 0.0, 0.0, host=host)
 
-    capped = [rnd(i, HostRound(0.1, 0.01, dilation=7.0, cpu_capped=True, device_bound_s=own))
-              for i, own in ((1, 2.0), (2, 3.0))]
+    capped = [rnd(i, HostRound(0.1, 0.01, dilation=7.0, cpu_capped=True, device_bound_s=own, server_bound_s=srv))
+              for i, own, srv in ((1, 2.0, 1.0), (2, 3.0, None))]
     line = host_summary(capped)
     assert line is not None and line.startswith("host: no round host-bound (dilation 7×, devices CPU-capped)")
-    assert "devices' own CPU left their links idle 2.50 s a round" in line
+    assert "devices' own CPU left their links idle 2.50 s a round, the server's 500.00 ms" in line
     bound = host_summary([rnd(1, HostRound(1.0, 0.1))])
     assert bound is not None and "host-bound" in bound and "own CPU" not in bound  # uncapped: nothing split

@@ -72,6 +72,19 @@ def test_sender_idle_time_is_reported() -> None:
     s = _sampler(samples)
     tr = s.transfer("0", "up", 19.9, 21.4)
     assert tr.sender_idle_s == pytest.approx(0.305, abs=0.01)
+    assert tr.request_flight_s == 0.0  # nothing crossed the other way
+
+
+def test_idle_time_while_the_next_request_crosses_the_other_way_is_the_links_own() -> None:
+    # the same stall, while the receiver's 200-byte request spends 0.1 s (the one-way delay) in the "down"
+    # direction's proxy (in at 20.6, out at 20.7), then the sender takes 0.1 s more to answer
+    samples = _steady(20.0, 20.5, 0, 500_000) + _steady(20.8, 21.3, 500_000, 500_000)
+    s = _sampler(samples)
+    for t, b_in, b_out in ((20.6, 200, 0), (20.7, 200, 200)):
+        s.add("0", "down", Sample(t, b_in, b_out, t, t))
+    tr = s.transfer("0", "up", 19.9, 21.4)
+    assert tr.sender_idle_s == pytest.approx(0.305, abs=0.01)
+    assert tr.request_flight_s == pytest.approx(0.1)
 
 
 def test_sampler_on_the_loop_writes_what_the_reader_tails(tmp_path) -> None:

@@ -65,6 +65,7 @@ class MessageTimes:
     t_sent_s: float | None = None
     t_host_s: float | None = None  #: time the host, not the link, held (fedbw.engines.emulate.host)
     t_device_s: float | None = None  #: link idle the device's own CPU held (not the host's: fedbw.engines.emulate.host)
+    t_server_s: float | None = None  #: link idle the server's own CPU held (likewise)
     #: How long the download had been under way when the ServerApp finished pushing the message's objects
     #: (0: it started after; None: not logged). A SuperNode whose poll lands inside the push finds the
     #: message before its objects and waits on Flower's pull backoff inside its download.
@@ -107,8 +108,10 @@ def message_times(event: Mapping[str, Any], measure: Any) -> MessageTimes:
         "serverapp_poll_s": max(0.0, t_replied - up_last),
     }
     bulk = {"down_bytes": down.bulk_bytes, "down_s": down.bulk_duration_s, "down_sender_idle_s": down.sender_idle_s,
+            "down_request_flight_s": down.request_flight_s,
             "down_first_s": down.bulk_first_in_s, "down_last_s": down.bulk_last_out_s,
             "up_bytes": up.bulk_bytes, "up_s": up.bulk_duration_s, "up_sender_idle_s": up.sender_idle_s,
+            "up_request_flight_s": up.request_flight_s,
             "up_first_s": up.bulk_first_in_s, "up_last_s": up.bulk_last_out_s}
     return MessageTimes(
         client_id=measure.client_id, stage=str(event["stage"]), bytes_down=float(down.bytes), bytes_up=float(up.bytes),
@@ -190,7 +193,7 @@ def round_records(run_id: str, engine: str, round_index: int, times: Sequence[Me
         crit = max(rows, key=lambda t: t.t_end_s - t.parts.get("serverapp_poll_s", 0.0))
         comm += crit.t_down_s + crit.t_up_s
         compute += crit.t_compute_s
-        held += MessageHold(crit.t_host_s or 0.0, crit.t_device_s or 0.0)
+        held += MessageHold(crit.t_host_s or 0.0, crit.t_device_s or 0.0, crit.t_server_s or 0.0)
         for k in FRAMEWORK_PARTS:
             framework_parts[k] += crit.parts.get(k, 0.0)
     ok = [t for t in times if t.error is None]

@@ -30,7 +30,7 @@ from typing import Any
 
 from fedbw.shaper.anchor import ANCHOR_ENV, anchor_traces_now, write_anchor_pids
 from fedbw.engines.emulate.flower import RunStatus
-from fedbw.engines.emulate.host import HostSample, HostSampler
+from fedbw.engines.emulate.host import SERVER, SHAPER, HostSample, HostSampler
 from fedbw.engines.emulate.hosts import Hosts, LoopbackHosts, Shapers
 from fedbw.engines.emulate.server_log import server_log_issues
 from fedbw.engines.emulate.supernode_log import MessageSpan, is_receiving, message_group, parse_supernode_log
@@ -271,7 +271,7 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
             t_submit = time.perf_counter()
             run_id = dep.submit(app_dir, run_config)
             anchor_traces_now(anchor_file)  # an app of its own has no first-round anchor: the submit is t = 0
-            host = HostSampler({k: g for k, g in groups.items() if k >= 0}, warp)
+            host = HostSampler(groups, warp)
             live = Live(shaper, {c.client_id: dep.supernodes[f"client-{c.client_id}"] for c in clients}, warp, host)
 
             def restart(cid: int) -> None:  # a client that dropped out comes back: a fresh SuperNode
@@ -329,10 +329,6 @@ def emulate_app(app_dir: Path, clients: Sequence[EmulatedClient], *, run_config:
     return result
 
 
-#: The CPU group of the SuperLink side (SuperLink, its SuperExec, the ServerApp).
-SERVER = -1
-#: The shaper's group: not capped (it must run in real time), weighted like the devices.
-SHAPER = -2
 #: Cores of this host kept for the shaper and fedbw itself when dilation is chosen automatically.
 RESERVED_CORES = 0.5
 #: The server's cores in emulated time (SuperLink, its SuperExec, the ServerApp).

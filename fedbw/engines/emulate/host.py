@@ -8,13 +8,15 @@ plus the fastest start that device showed in this run). :func:`host_round` turns
 :class:`~fedbw.results.host_record.HostRound`.
 
 A link idle mid-payload is not always the host's doing. A message of many objects (Flower sends each
-array as objects of its own, fetched two requests at a time) keeps a one-core device's CPU busy between
-requests, and a real device of that speed leaves its link idle the same way (it pushes an upload's
-objects and asks for a download's one by one, so its CPU paces both). Where the devices are capped, a
-payload's idle time is split in proportion to the client device's CPU use over that payload, as a share
-of its cap (from the cgroup's own counter): that share is the device's own
-(:attr:`MessageHold.device_s`), the rest the host's. Without caps or samples the whole idle time stays
-the host's, as before.
+array as objects of its own, fetched two requests at a time) waits between objects for the next request
+to cross the link the other way (a one-way delay each: the link's own, measured by the shaper as
+``request_flight_s``), and keeps a one-core device's CPU busy between requests, as a real device of that
+speed would (it pushes an upload's objects and asks for a download's one by one, so its CPU paces both);
+the server answers every request of every client on its own cores. So a payload's idle time, less the
+requests' flight, is split in proportion to the client device's CPU use over that payload as a share of its
+cap (from the cgroup's own counter; :attr:`MessageHold.device_s`), what that leaves in proportion to the
+server group's (:attr:`MessageHold.server_s`: emulate's server has ``SERVER_CORES``), and the rest is the
+host's. Without caps or samples the whole idle time less the flight stays the host's.
 
 Every figure here is measured: the emulator is the reference the model is checked against, so its
 verdict on the host never uses the model or its calibration (tests/engines/emulate/test_independent.py).
@@ -37,6 +39,11 @@ from fedbw.results.host_record import HostRound
 from fedbw.timewarp import NO_DILATION, Dilation
 
 SAMPLE_EVERY_S = 0.5
+
+#: The CPU group of the SuperLink side (SuperLink, its SuperExec, the ServerApp), keyed beside the devices.
+SERVER = -1
+#: The shaper's group: not capped (it must run in real time), weighted like the devices; never sampled.
+SHAPER = -2
 
 
 @dataclass(frozen=True)
@@ -61,10 +68,11 @@ class HostSampler:
     """Takes a :class:`HostSample` at most every :data:`SAMPLE_EVERY_S` when :meth:`maybe_sample` is called."""
 
     def __init__(self, groups: Mapping[int, Any], dilation: Dilation = NO_DILATION) -> None:
-        self.groups = dict(groups)  #: client id → fedbw.processes.cpu_cap.CpuGroup
+        #: client id (or :data:`SERVER`) → fedbw.processes.cpu_cap.CpuGroup; the shaper's is left out
+        self.groups = {k: g for k, g in groups.items() if k != SHAPER}
         self.to_time = dilation.emulated
         self.dilation = dilation
-        self.capped = bool(self.groups)
+        self.capped = any(k >= 0 for k in self.groups)
         self.samples: list[HostSample] = []
         self.cores = psutil.cpu_count() or 1
         self._next = 0.0
@@ -87,18 +95,34 @@ class HostSampler:
         self.samples.append(HostSample(self.to_time(now), _busy_cpu_s(), cpu, throttled))
 
     def device_busy(self, client_id: int, t_from_s: float, t_to_s: float) -> float | None:
-        """The share of its cap that a capped device's processes used between two stamps on the
-        emulation's clock, 0..1, from the samples inside the window; None when the device is not capped
-        or fewer than two samples fall inside (a short transfer undilated: its idle time stays the host's)."""
-        group = self.groups.get(client_id)
-        if group is None:
-            return None
-        inside = [s for s in self.samples if t_from_s <= s.t_s <= t_to_s and client_id in s.device_cpu_s]
-        if len(inside) < 2 or inside[-1].t_s <= inside[0].t_s:
+        """The share of its cap that a capped device's processes (or the server's, ``client_id`` =
+        :data:`SERVER`) used between two stamps on the emulation's clock, 0..1, from the samples inside the
+        window; None when the group is not capped or fewer than two samples fall inside (a short transfer
+        undilated: its idle time stays the host's)."""
+        inside = self._inside(client_id, t_from_s, t_to_s)
+        if inside is None:
             return None
         used = inside[-1].device_cpu_s[client_id] - inside[0].device_cpu_s[client_id]
-        cap = group.cores * self.dilation.real_s(inside[-1].t_s - inside[0].t_s)
+        cap = self.groups[client_id].cores * self.dilation.real_s(inside[-1].t_s - inside[0].t_s)
         return min(1.0, max(0.0, used / cap)) if cap > 0 else None
+
+    def throttled(self, client_id: int, t_from_s: float, t_to_s: float) -> float | None:
+        """How long the group's cap held its processes back per second of the window (the cgroup's own
+        throttled time, counted per run queue: up to the number of the host's cores its threads wait on);
+        None as for :meth:`device_busy`. A process that cannot use its whole cap (one Python thread under a
+        cap of two cores) is held by its cap only where this says so."""
+        inside = self._inside(client_id, t_from_s, t_to_s)
+        if inside is None or client_id not in inside[0].device_throttled_s or client_id not in inside[-1].device_throttled_s:
+            return None
+        held = inside[-1].device_throttled_s[client_id] - inside[0].device_throttled_s[client_id]
+        real_s = self.dilation.real_s(inside[-1].t_s - inside[0].t_s)
+        return max(0.0, held / real_s) if real_s > 0 else None
+
+    def _inside(self, client_id: int, t_from_s: float, t_to_s: float) -> list[HostSample] | None:
+        if client_id not in self.groups:
+            return None
+        inside = [s for s in self.samples if t_from_s <= s.t_s <= t_to_s and client_id in s.device_cpu_s]
+        return inside if len(inside) >= 2 and inside[-1].t_s > inside[0].t_s else None
 
 
 def _at(samples: Sequence[HostSample], t_s: float) -> HostSample | None:
@@ -140,7 +164,8 @@ def host_round(held: MessageHold, round_time_s: float, t_from_s: float, t_to_s: 
     share = held.host_s / round_time_s if round_time_s > 0 else 0.0
     return HostRound(lost_s=held.host_s, share=share, cpu_busy=busy, dilation=dilation.factor, cpu_capped=capped,
                      device_cpu_s=dev_cpu, device_throttled_s=dev_thr,
-                     device_bound_s=held.device_s if capped else None, cpu_saturated=saturated)
+                     device_bound_s=held.device_s if capped else None,
+                     server_bound_s=held.server_s if capped else None, cpu_saturated=saturated)
 
 
 #: A sampling interval in which the host's CPUs were at least this busy, all of them, had no core to spare.
@@ -168,25 +193,36 @@ class MessageHold:
 
     host_s: float = 0.0  #: the host's: the rest of the link's idle time, and late ClientApp starts
     device_s: float = 0.0  #: the device's own: link idle × the device's CPU use over that payload (share of its cap)
+    server_s: float = 0.0  #: the server's own: what the device leaves × the server's CPU use over the payload
 
     def __add__(self, other: MessageHold) -> MessageHold:
-        return MessageHold(self.host_s + other.host_s, self.device_s + other.device_s)
+        return MessageHold(self.host_s + other.host_s, self.device_s + other.device_s, self.server_s + other.server_s)
 
 
 def message_hold(parts: Mapping[str, float], bulk: Mapping[str, Any], worst_start_s: float | None) -> MessageHold:
-    """One message's hold: its link idle mid-payload, split by ``{direction}_device_busy`` (the client
-    device's CPU use over that payload as a share of its cap, :meth:`HostSampler.device_busy`; absent: all the host's),
-    and a ClientApp start beyond ``worst_start_s`` (:meth:`StartReference.worst_s`; None: no reference)."""
-    host = device = 0.0
+    """One message's hold: its link idle mid-payload less the time the next request spent crossing the other
+    way (``{direction}_request_flight_s``: the link's own), split by ``{direction}_device_busy`` (the client
+    device's CPU use over that payload as a share of its cap, :meth:`HostSampler.device_busy`) and what that
+    leaves by ``{direction}_server_busy`` (the server's, likewise: a request waits while either side works at
+    its own speed; absent: all the host's), and a ClientApp start beyond ``worst_start_s``
+    (:meth:`StartReference.worst_s`; None: no reference)."""
+    host = device = server = 0.0
     for direction in ("down", "up"):
-        idle = float(bulk.get(f"{direction}_sender_idle_s") or 0.0)
-        busy = bulk.get(f"{direction}_device_busy")
-        own = idle * min(1.0, max(0.0, float(busy))) if busy is not None else 0.0
-        host += idle - own
+        idle = max(0.0, float(bulk.get(f"{direction}_sender_idle_s") or 0.0)
+                   - float(bulk.get(f"{direction}_request_flight_s") or 0.0))
+        own = idle * _share(bulk.get(f"{direction}_device_busy"))
+        served = (idle - own) * _share(bulk.get(f"{direction}_server_busy"))
+        host += idle - own - served
         device += own
+        server += served
     if worst_start_s is not None:
         host += max(0.0, float(parts.get("clientapp_start_s", 0.0)) - worst_start_s)
-    return MessageHold(host, device)
+    return MessageHold(host, device, server)
+
+
+def _share(busy: Any) -> float:
+    """A group's CPU use as a share of its cap, 0..1; unknown (None) explains nothing."""
+    return 0.0 if busy is None else min(1.0, max(0.0, float(busy)))
 
 
 #: A ClientApp start longer than Flower's full task poll plus this × the device's fastest start is the host's.
@@ -214,7 +250,7 @@ class StartReference:
 
 
 def judge_messages(times: Sequence[Any], sampler: HostSampler | None, starts: StartReference) -> None:
-    """Set each of a round's messages' hold (``t_host_s``, ``t_device_s``; each a
+    """Set each of a round's messages' hold (``t_host_s``, ``t_device_s``, ``t_server_s``; each a
     :class:`~fedbw.engines.emulate.attribution.MessageTimes`): the round's ClientApp starts join ``starts``
     first, so a device's first round has a reference; each payload's device CPU use goes into its ``bulk``
     (``{down,up}_device_busy``) where ``sampler`` can say it."""
@@ -226,5 +262,8 @@ def judge_messages(times: Sequence[Any], sampler: HostSampler | None, starts: St
                 first, last = t.bulk.get(f"{d}_first_s"), t.bulk.get(f"{d}_last_s")
                 if first is not None and last is not None:
                     t.bulk[f"{d}_device_busy"] = sampler.device_busy(t.client_id, first, last)
+                    t.bulk[f"{d}_device_throttled"] = sampler.throttled(t.client_id, first, last)
+                    t.bulk[f"{d}_server_busy"] = sampler.device_busy(SERVER, first, last)
+                    t.bulk[f"{d}_server_throttled"] = sampler.throttled(SERVER, first, last)
         held = message_hold(t.parts, t.bulk, starts.worst_s(t.client_id))
-        t.t_host_s, t.t_device_s = held.host_s, held.device_s
+        t.t_host_s, t.t_device_s, t.t_server_s = held.host_s, held.device_s, held.server_s

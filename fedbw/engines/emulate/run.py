@@ -113,7 +113,7 @@ def measured_message(round_: int, t: MessageTimes) -> MeasuredMessage:
         t_up_s=t.t_up_s, t_compute_s=t.t_compute_s, t_framework_s=t.t_framework_s, total_s=t.total_s,
         parts=dict(t.parts), bulk=dict(t.bulk), error=t.error, objects_down=t.objects_down, objects_up=t.objects_up,
         process_start_s=t.process_start_s, launch_s=t.launch_s, t_receiving_s=t.t_receiving_s,
-        t_sent_s=t.t_sent_s, t_host_s=t.t_host_s, t_device_s=t.t_device_s,
+        t_sent_s=t.t_sent_s, t_host_s=t.t_host_s, t_device_s=t.t_device_s, t_server_s=t.t_server_s,
         down_before_pushed_s=t.down_before_pushed_s)
 
 

@@ -285,13 +285,11 @@ def test_a_client_that_goes_off_line_mid_round_drops_in_emulate_as_in_the_plan(t
     line (with SecAgg+, client 4 too is on line throughout, for rounds of 4 then 3: its 3 shares need 3).
     emulate runs the plan's cohorts, stops client 1's SuperNode as its training message arrives (fit, or the
     masked-vector stage: Flower's SecAgg+ then unmasks without it), the round waits for Flower to report it
-    gone (its heartbeat lapses), as the model's round does: emulate's round 1 lies within the model's 80 %
-    interval, widened by a fifth each way (one run of one round; the interval is over Flower's unknown
-    heartbeat and poll phases); and round 2 runs without waiting for the client that is gone. With ``back``,
+    gone (its heartbeat lapses): round 1 takes one lapse longer than round 2, which runs without waiting for
+    the client that is gone. With ``back``,
     client 1 is on line again 30 s in (before round 2 can start: Flower reports it gone 30 s after it left at
     the earliest), so round 2 samples it again: a fresh SuperNode of it, under a new node id, takes part."""
-    from fedbw.engines.cohorts import planned
-    from fedbw.engines.estimate import run_estimate
+    from fedbw.flower_protocol import HEARTBEAT_INTERVAL_S, HEARTBEAT_PATIENCE
 
     before = _workdirs()
     on = tmp_path / "on.csv"
@@ -313,7 +311,11 @@ def test_a_client_that_goes_off_line_mid_round_drops_in_emulate_as_in_the_plan(t
     if back:  # it trained and replied in round 2, counted under its new node
         assert rounds[1].replies == 3 and rounds[1].dropped_clients == 0
         assert any(c.client_id == 1 and c.stages and c.bytes_up > 0 for c in clients if c.round == 2)
-    model = run_estimate(planned(config_from_dict({**data, "engine": "estimate"})), "model").rounds[0]
-    assert model.round_interval_s is not None
-    low, high = model.round_interval_s
-    assert 0.8 * low <= rounds[0].round_time_s <= 1.2 * high, (rounds[0].round_time_s, model.round_interval_s)
+    # Round 1 waited for one lapse of client 1's heartbeat, which round 2 (same stages, no one gone) did not:
+    # Flower notices a node interval × (patience − 1) to interval × patience after it went (30–60 s), so the
+    # rounds differ by about that, never by nothing nor by a second lapse or a timeout (half an interval of
+    # margin each way for the poll steps of the stages around it). Protocol bounds, not the model's interval:
+    # the model against emulate is validation's question (docs/fidelity.md), not a unit test's.
+    lapse_s = rounds[0].round_time_s - rounds[1].round_time_s
+    assert (HEARTBEAT_INTERVAL_S * (HEARTBEAT_PATIENCE - 1) - HEARTBEAT_INTERVAL_S / 2 <= lapse_s
+            <= HEARTBEAT_INTERVAL_S * HEARTBEAT_PATIENCE + HEARTBEAT_INTERVAL_S / 2), [r.round_time_s for r in rounds]

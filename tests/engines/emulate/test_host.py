@@ -7,7 +7,7 @@ import pytest
 from fedbw.engines.emulate.attribution import MessageTimes, round_records
 from fedbw.engines.emulate.federation import auto_dilation, resolve_dilation
 from fedbw.timewarp import NO_DILATION, Dilation
-from fedbw.engines.emulate.host import (START_MARGIN, HostSample, HostSampler, MessageHold, StartReference,
+from fedbw.engines.emulate.host import (SERVER, SHAPER, START_MARGIN, HostSample, HostSampler, MessageHold, StartReference,
                                        host_round, host_round_for, message_hold)
 from fedbw.flower_protocol import SUPEREXEC_TASK_POLL_S
 from fedbw.results.host_record import HOST_BOUND_SHARE, HostRound
@@ -38,6 +38,23 @@ def test_idle_link_time_while_the_device_ran_at_its_cap_is_the_devices_own() -> 
     assert message_hold({}, {"up_sender_idle_s": 1.0, "up_device_busy": None}, None) == MessageHold(1.0, 0.0)
 
 
+def test_what_the_device_leaves_of_the_idle_link_the_servers_cpu_may_hold() -> None:
+    bulk = {"down_sender_idle_s": 2.0, "down_device_busy": 0.5, "down_server_busy": 0.75,
+            "up_sender_idle_s": 1.0, "up_server_busy": 1.0,    # no device samples; the server at its cap
+            }
+    held = message_hold({}, bulk, None)
+    assert held.device_s == pytest.approx(1.0)  # half the download's idle 2 s
+    assert held.server_s == pytest.approx(0.75 + 1.0)  # 3/4 of the download's other second; all the upload's
+    assert held.host_s == pytest.approx(0.25)
+    assert held + held == MessageHold(0.5, 2.0, 3.5)
+
+
+def test_idle_link_time_while_the_next_request_crossed_the_other_way_is_nobodys_hold() -> None:
+    bulk = {"down_sender_idle_s": 1.0, "down_request_flight_s": 0.6, "down_device_busy": 0.5,
+            "up_sender_idle_s": 0.2, "up_request_flight_s": 0.3}  # flight beyond the idle time: none left
+    assert message_hold({}, bulk, None) == MessageHold(0.2, 0.2)  # the download's other 0.4 s, split in half
+
+
 class _Group:
     cores = 0.5  # capped at half a core of this host
 
@@ -52,6 +69,20 @@ def test_device_busy_is_its_cpu_over_its_cap_inside_the_window_on_the_emulated_c
     assert s.device_busy(0, 12.0, 13.0) == pytest.approx(1.0)  # 2 CPU-s in 2 real s at half a core: clamped
     assert s.device_busy(0, 10.2, 10.9) is None  # fewer than two samples inside: unknown
     assert s.device_busy(1, 10.0, 12.0) is None  # not capped: unknown
+
+
+def test_the_servers_group_is_sampled_beside_the_devices_and_the_shapers_is_not() -> None:
+    s = HostSampler({0: _Group(), SERVER: _Group(), SHAPER: _Group()}, Dilation(2.0))
+    assert set(s.groups) == {0, SERVER} and s.capped
+    assert not HostSampler({SERVER: _Group()}).capped  # the server alone caps no device
+    # the server used 2 real CPU-s in 4 real s at half a core (its cap): at its cap; throttled 3 of 4 s
+    s.samples = [HostSample(10.0, 0.0, {SERVER: 0.0}, {SERVER: 1.0}), HostSample(11.0, 0.0, {SERVER: 1.0}, {SERVER: 2.5}),
+                 HostSample(12.0, 0.0, {SERVER: 2.0}, {SERVER: 4.0})]
+    assert s.device_busy(SERVER, 10.0, 12.0) == pytest.approx(1.0)
+    assert s.throttled(SERVER, 10.0, 12.0) == pytest.approx(0.75)
+    assert s.throttled(0, 10.0, 12.0) is None  # no samples of device 0
+    s.samples = [HostSample(10.0, 0.0, {SERVER: 0.0}), HostSample(12.0, 0.0, {SERVER: 1.0})]
+    assert s.throttled(SERVER, 10.0, 12.0) is None  # samples without throttled time: unknown
 
 
 def test_worst_start_is_the_full_task_poll_plus_the_devices_fastest_start_with_margin() -> None:
@@ -165,10 +196,23 @@ def test_a_measured_messages_upload_idle_time_is_split_by_its_devices_cpu_over_t
     sampler.samples = [HostSample(s, 0.0, {0: 0.5 * s}) for s in (6.5, 7.0, 7.5)]
     judge_messages([t], sampler, StartReference())
     assert t.bulk["up_device_busy"] == pytest.approx(1.0) and t.bulk["down_device_busy"] is None
+    assert t.bulk["up_server_busy"] is None and t.bulk["up_device_throttled"] is None  # no such samples
     assert t.t_device_s == pytest.approx(1.2) and t.t_host_s == pytest.approx(0.2)
     plain = message_times(ev, MessageMeasure(0, span, down, up))
     judge_messages([plain], None, StartReference())  # no sampler: every idle second is the host's, as before
     assert plain.t_host_s == pytest.approx(1.4) and plain.t_device_s == 0.0
+    # the server's group sampled too, at its cap through the download and idle through the upload; the
+    # download's next request was in flight 0.05 of its 0.2 idle seconds (the link's own)
+    served = message_times(ev, MessageMeasure(0, span, down, up))
+    served.bulk["down_request_flight_s"] = 0.05
+    both = HostSampler({0: _Group(), SERVER: _Group()}, NO_DILATION)
+    both.samples = [HostSample(s, 0.0, {0: 0.5 * max(s, 6.5), SERVER: 0.5 * min(s, 1.5)})
+                    for s in (1.1, 1.3, 1.5, 6.5, 7.0, 7.5)]  # the device idle through the download
+    judge_messages([served], both, StartReference())
+    assert served.bulk["down_server_busy"] == pytest.approx(1.0) and served.bulk["up_server_busy"] == 0.0
+    assert served.bulk["down_device_busy"] == 0.0
+    assert served.t_server_s == pytest.approx(0.15) and served.t_device_s == pytest.approx(1.2)
+    assert served.t_host_s == pytest.approx(0.0)
 
 
 def test_a_sample_is_kept_as_a_plain_row() -> None:
