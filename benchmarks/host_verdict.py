@@ -17,7 +17,8 @@ Nothing here uses the model: every figure is emulate's own measurement. Beside t
 5's two trials of the row from the run log (their host share per round, before the split). Writes
 benchmarks/results/host-verdict.json; docs/emulate.md's table is generated from it.
 
-Usage: .venv/bin/python benchmarks/host_verdict.py [--dilations 7,1.25]     (about 10 minutes at 7, 2 at 1.25)
+Usage: .venv/bin/python benchmarks/host_verdict.py [--dilations 7,1.25] [--row 1M-home-80-2|3M-home-30-2]
+(1M-home-80-2: about 10 minutes at 7, 2 at 1.25; 3M-home-30-2 about 15 at 7)
 """
 
 from __future__ import annotations
@@ -38,9 +39,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 for _k, _v in (("FLWR_TELEMETRY_ENABLED", "0"), ("FLWR_DISABLE_UPDATE_CHECK", "1"), ("RAY_USAGE_STATS_ENABLED", "0")):
     os.environ.setdefault(_k, _v)
 
-OUT = ROOT / "benchmarks" / "results" / "host-verdict.json"
+RESULTS = ROOT / "benchmarks" / "results"
 RUNS = ROOT / "runs" / "host-verdict"
-ROW = ("1M", "home-80", 2, False)
+#: Validation 5's rows the verdict is checked on: the one it was first changed for (host-verdict.json), and
+#: one it was not written from (host-verdict-3M-home-30-2.json): 3M values, home-30, host-bound in every round.
+ROWS = {"1M-home-80-2": (("1M", "home-80", 2, False), "host-verdict.json"),
+        "3M-home-30-2": (("3M", "home-30", 2, False), "host-verdict-3M-home-30-2.json")}
 VALIDATION = 5
 
 
@@ -59,14 +63,14 @@ def _payloads(messages: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def run_once(dilation: float) -> dict[str, Any]:
+def run_once(row: tuple[str, str, int, bool], dilation: float) -> dict[str, Any]:
     import validate as V
 
     from fedbw.config import config_from_dict
     from fedbw.engines.emulate.run import read_messages_of_run
     from fedbw.runner import run_experiment
 
-    cfg = V.row_config(*ROW)
+    cfg = V.row_config(*row)
     cfg.update(engine="emulate", output_dir=str(RUNS), name=f"{cfg['name']}-k{dilation:g}",
                emulate={"dilation": dilation})
     result = run_experiment(config_from_dict(cfg))
@@ -80,11 +84,11 @@ def run_once(dilation: float) -> dict[str, Any]:
             "payloads": _payloads(read_messages_of_run(result.run_dir))}
 
 
-def validation_trials() -> list[dict[str, Any]]:
+def validation_trials(row: tuple[str, str, int, bool]) -> list[dict[str, Any]]:
     """Validation 5's trials of the row as its run log holds them (the verdict before the split)."""
     import validate as V
 
-    rid = V.row_id(*ROW)
+    rid = V.row_id(*row)
     return [{"trial": e["trial"], "dilation": e["dilation"], "commit": e["commit"][:10],
              "host_shares": [r["host_share"] for r in e["rounds"]],
              "host_bound": [r["host_bound"] for r in e["rounds"]],
@@ -96,7 +100,10 @@ def validation_trials() -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dilations", default="7,1.25", help="comma-separated dilations to run the row at")
+    ap.add_argument("--row", default="1M-home-80-2", choices=sorted(ROWS), help="validation 5's row to run")
     args = ap.parse_args(argv)
+    row, out_name = ROWS[args.row]
+    out = RESULTS / out_name
     try:
         dilations = [float(k) for k in args.dilations.split(",") if k.strip()]
     except ValueError:
@@ -112,17 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for k in dilations:  # a run that fails is kept as its error, and the others still run
         try:
-            runs.append(run_once(k))
+            runs.append(run_once(row, k))
         except FedbwError as exc:
             runs.append({"dilation": k, "error": str(exc).splitlines()[0], "rounds": [], "payloads": []})
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    data = {"benchmark": "host-verdict", "row": "-".join(map(str, ROW[:3])), "validation": VALIDATION,
+    data = {"benchmark": "host-verdict", "row": args.row, "validation": VALIDATION,
             "started_utc": started, "ended_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": f"{platform.platform()}, {os.cpu_count()} CPU(s)", "cpu": cpu_model(),
-            "commit": commit[:10], "runs": runs, "validation_trials": validation_trials()}
-    write_json_atomic(OUT, data, indent=1)
+            "commit": commit[:10], "runs": runs, "validation_trials": validation_trials(row)}
+    write_json_atomic(out, data, indent=1)
     print(host_verdict_markdown(data))
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    print(f"wrote {out.relative_to(ROOT)}")
     return 0
 
 
