@@ -50,7 +50,7 @@ SHAPER = -2
 class HostSample:
     t_s: float  #: on the emulation's clock
     busy_cpu_s: float  #: host-wide busy CPU seconds since boot (real)
-    device_cpu_s: Mapping[int, float] = field(default_factory=dict)  #: per capped device (real CPU s)
+    device_cpu_s: Mapping[int, float] = field(default_factory=dict)  #: per capped group: devices, SERVER (real CPU s)
     device_throttled_s: Mapping[int, float] = field(default_factory=dict)
 
     def as_row(self) -> list[Any]:
@@ -94,7 +94,7 @@ class HostSampler:
                 cpu[cid] = used
         self.samples.append(HostSample(self.to_time(now), _busy_cpu_s(), cpu, throttled))
 
-    def device_busy(self, client_id: int, t_from_s: float, t_to_s: float) -> float | None:
+    def busy_share(self, client_id: int, t_from_s: float, t_to_s: float) -> float | None:
         """The share of its cap that a capped device's processes (or the server's, ``client_id`` =
         :data:`SERVER`) used between two stamps on the emulation's clock, 0..1, from the samples inside the
         window; None when the group is not capped or fewer than two samples fall inside (a short transfer
@@ -109,7 +109,7 @@ class HostSampler:
     def throttled(self, client_id: int, t_from_s: float, t_to_s: float) -> float | None:
         """How long the group's cap held its processes back per second of the window (the cgroup's own
         throttled time, counted per run queue: up to the number of the host's cores its threads wait on);
-        None as for :meth:`device_busy`. A process that cannot use its whole cap (one Python thread under a
+        None as for :meth:`busy_share`. A process that cannot use its whole cap (one Python thread under a
         cap of two cores) is held by its cap only where this says so."""
         inside = self._inside(client_id, t_from_s, t_to_s)
         if inside is None or client_id not in inside[0].device_throttled_s or client_id not in inside[-1].device_throttled_s:
@@ -202,7 +202,7 @@ class MessageHold:
 def message_hold(parts: Mapping[str, float], bulk: Mapping[str, Any], worst_start_s: float | None) -> MessageHold:
     """One message's hold: its link idle mid-payload less the time the next request spent crossing the other
     way (``{direction}_request_flight_s``: the link's own), split by ``{direction}_device_busy`` (the client
-    device's CPU use over that payload as a share of its cap, :meth:`HostSampler.device_busy`) and what that
+    device's CPU use over that payload as a share of its cap, :meth:`HostSampler.busy_share`) and what that
     leaves by ``{direction}_server_busy`` (the server's, likewise: a request waits while either side works at
     its own speed; absent: all the host's), and a ClientApp start beyond ``worst_start_s``
     (:meth:`StartReference.worst_s`; None: no reference)."""
@@ -261,9 +261,9 @@ def judge_messages(times: Sequence[Any], sampler: HostSampler | None, starts: St
             for d in ("down", "up"):
                 first, last = t.bulk.get(f"{d}_first_s"), t.bulk.get(f"{d}_last_s")
                 if first is not None and last is not None:
-                    t.bulk[f"{d}_device_busy"] = sampler.device_busy(t.client_id, first, last)
+                    t.bulk[f"{d}_device_busy"] = sampler.busy_share(t.client_id, first, last)
                     t.bulk[f"{d}_device_throttled"] = sampler.throttled(t.client_id, first, last)
-                    t.bulk[f"{d}_server_busy"] = sampler.device_busy(SERVER, first, last)
+                    t.bulk[f"{d}_server_busy"] = sampler.busy_share(SERVER, first, last)
                     t.bulk[f"{d}_server_throttled"] = sampler.throttled(SERVER, first, last)
         held = message_hold(t.parts, t.bulk, starts.worst_s(t.client_id))
         t.t_host_s, t.t_device_s, t.t_server_s = held.host_s, held.device_s, held.server_s

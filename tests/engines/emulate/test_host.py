@@ -59,16 +59,16 @@ class _Group:
     cores = 0.5  # capped at half a core of this host
 
 
-def test_device_busy_is_its_cpu_over_its_cap_inside_the_window_on_the_emulated_clock() -> None:
+def test_busy_share_is_a_groups_cpu_over_its_cap_inside_the_window_on_the_emulated_clock() -> None:
     s = HostSampler({0: _Group()}, Dilation(2.0))
     # device 0 used 1 real CPU-s between emulated 10 and 12 (4 real s): its cap allowed 0.5 × 4 = 2
     s.samples = [HostSample(9.0, 0.0, {0: 0.0}), HostSample(10.0, 0.0, {0: 0.5}), HostSample(11.0, 0.0, {0: 1.0}),
                  HostSample(12.0, 0.0, {0: 1.5}), HostSample(13.0, 0.0, {0: 3.5})]
-    assert s.device_busy(0, 10.0, 12.0) == pytest.approx(0.5)
-    assert s.device_busy(0, 9.5, 12.5) == pytest.approx(0.5)  # the samples inside the window
-    assert s.device_busy(0, 12.0, 13.0) == pytest.approx(1.0)  # 2 CPU-s in 2 real s at half a core: clamped
-    assert s.device_busy(0, 10.2, 10.9) is None  # fewer than two samples inside: unknown
-    assert s.device_busy(1, 10.0, 12.0) is None  # not capped: unknown
+    assert s.busy_share(0, 10.0, 12.0) == pytest.approx(0.5)
+    assert s.busy_share(0, 9.5, 12.5) == pytest.approx(0.5)  # the samples inside the window
+    assert s.busy_share(0, 12.0, 13.0) == pytest.approx(1.0)  # 2 CPU-s in 2 real s at half a core: clamped
+    assert s.busy_share(0, 10.2, 10.9) is None  # fewer than two samples inside: unknown
+    assert s.busy_share(1, 10.0, 12.0) is None  # not capped: unknown
 
 
 def test_the_servers_group_is_sampled_beside_the_devices_and_the_shapers_is_not() -> None:
@@ -78,7 +78,7 @@ def test_the_servers_group_is_sampled_beside_the_devices_and_the_shapers_is_not(
     # the server used 2 real CPU-s in 4 real s at half a core (its cap): at its cap; throttled 3 of 4 s
     s.samples = [HostSample(10.0, 0.0, {SERVER: 0.0}, {SERVER: 1.0}), HostSample(11.0, 0.0, {SERVER: 1.0}, {SERVER: 2.5}),
                  HostSample(12.0, 0.0, {SERVER: 2.0}, {SERVER: 4.0})]
-    assert s.device_busy(SERVER, 10.0, 12.0) == pytest.approx(1.0)
+    assert s.busy_share(SERVER, 10.0, 12.0) == pytest.approx(1.0)
     assert s.throttled(SERVER, 10.0, 12.0) == pytest.approx(0.75)
     assert s.throttled(0, 10.0, 12.0) is None  # no samples of device 0
     s.samples = [HostSample(10.0, 0.0, {SERVER: 0.0}), HostSample(12.0, 0.0, {SERVER: 1.0})]
