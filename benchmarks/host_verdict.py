@@ -18,7 +18,7 @@ Nothing here uses the model: every figure is emulate's own measurement. Beside t
 benchmarks/results/host-verdict.json; docs/emulate.md's table is generated from it.
 
 Usage: .venv/bin/python benchmarks/host_verdict.py [--dilations 7,1.25] [--row 1M-home-80-2|3M-home-30-2]
-(1M-home-80-2: about 10 minutes at 7, 2 at 1.25; 3M-home-30-2 about 15 at 7)
+(1M-home-80-2: about 10 minutes at 7, 2 at 1.25; 3M-home-30-2: about 14 at 7, 4 at 1.25)
 """
 
 from __future__ import annotations

@@ -76,5 +76,5 @@ def host_verdict_markdown(data: dict[str, Any]) -> str:
               f"{data['commit']}.\n")
 
 
-result_table("emulate.host-verdict-3m", "host-verdict-3M-home-30-2.json", COMMAND + " --row 3M-home-30-2 --dilations 7",
+result_table("emulate.host-verdict-3m", "host-verdict-3M-home-30-2.json", COMMAND + " --row 3M-home-30-2",
              needs="runs")(host_verdict_markdown)
