@@ -1,21 +1,24 @@
-"""emulate's host verdict with each device's own CPU split out, on the validation row every round of which
-was host-bound before the split.
+"""emulate's host verdict (the requests' flight, the device's and the server's own CPU split out) on
+validation 5's rows every round of which was host-bound before the splits.
 
 Why: in validation 5 (docs/fidelity.md) every round of every ``params=1M``/``params=3M`` row was host-bound
 (the link idle mid-payload, shares of 0.16–0.34 of the round) while the host's CPUs were 11–32 % busy. Those
 messages hold about 600 Flower objects each, fetched two requests at a time, and a one-core device spends
 CPU on each: its link idles between requests as a real device's of that speed would. emulate now splits
-each payload's idle time by the client device's CPU use over it, as a share of its cgroup cap
-(fedbw/engines/emulate/host.py). This runs validation 5's ``1M-home-80-2`` row again:
+each payload's idle time, less the time its next request was in flight the other way, by the client
+device's CPU use over it as a share of its cgroup cap, and what that leaves by the server's
+(fedbw/engines/emulate/host.py). This runs one of validation 5's rows again (``--row``: ``1M-home-80-2``,
+which the rule was written from, or ``3M-home-30-2``, which it was not):
 
-* at dilation 7, as validation 5 ran it: the devices' own time should leave the host's share, and
+* at dilation 7, as validation 5 ran it: the deployment's own time should leave the host's share, and
 * at dilation 1.25, a control where the host is overloaded (each device capped at 0.8 of a core, the
   server at 1.6 cores, on 2 cores beside the shaper): starved devices cannot reach their caps, so the
   verdict must still find the host.
 
 Nothing here uses the model: every figure is emulate's own measurement. Beside the runs it puts validation
 5's two trials of the row from the run log (their host share per round, before the split). Writes
-benchmarks/results/host-verdict.json; docs/emulate.md's table is generated from it.
+benchmarks/results/host-verdict.json (or host-verdict-3M-home-30-2.json); docs/emulate.md's tables are
+generated from them.
 
 Usage: .venv/bin/python benchmarks/host_verdict.py [--dilations 7,1.25] [--row 1M-home-80-2|3M-home-30-2]
 (1M-home-80-2: about 10 minutes at 7, 2 at 1.25; 3M-home-30-2: about 14 at 7, 4 at 1.25)

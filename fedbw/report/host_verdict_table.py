@@ -10,7 +10,7 @@ from fedbw.report.doc_blocks import md_table, result_table
 from fedbw.report.format import fmt_pct, fmt_s
 
 COMMAND = ".venv/bin/python benchmarks/host_verdict.py"
-#: The row its first results were measured on (host-verdict.json): the table says what the row is
+#: What each row of benchmarks/host_verdict.py's ROWS is, in the table's caption
 ROW_WORDS = {"1M-home-80-2": "`params=1M`, about 600 objects a message, 2 clients on home-80",
              "3M-home-30-2": "`params=3M`, 2 clients on home-30"}
 
@@ -39,8 +39,9 @@ def _flight(payloads: list[dict[str, Any]]) -> str:
 
 @result_table("emulate.host-verdict", "host-verdict.json", COMMAND, needs="runs")
 def host_verdict_markdown(data: dict[str, Any]) -> str:
-    """One line per round of each run: the host's share (what the verdict counts), the devices' own idle time
-    beside it, how busy the host's CPUs were, and the devices' CPU use over their payloads."""
+    """One line per round of each run: the host's share (what the verdict counts), the devices' and the
+    server's own idle time beside it, how busy the host's CPUs were, and per run the requests' flight and
+    the devices' and the server's CPU use over the payloads."""
     head = ["run", "round", "round time", "host's share", "host-bound", "devices' own idle", "server's own idle",
             "host CPUs busy",
             "all host CPUs busy", "idle link with a request in flight", "devices' CPU over their payloads "

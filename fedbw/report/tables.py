@@ -323,9 +323,10 @@ def host_summary(rounds: Sequence[RoundRecord]) -> str | None:
     how = f"dilation {k:g}×" + (", devices CPU-capped" if capped else "") if k > 1 else "no dilation"
     own = sum(r.host.device_bound_s or 0.0 for r in hosted if r.host is not None)
     server = sum(r.host.server_bound_s or 0.0 for r in hosted if r.host is not None)
-    devices = (f"; the devices' own CPU left their links idle {fmt_s(own / len(hosted))} a round, the server's "
-               f"{fmt_s(server / len(hosted))} (a deployment of those speeds does too: not the host's)"
-               ) if own + server > 0 else ""
+    whose = ([f"the devices' own CPU {fmt_s(own / len(hosted))}"] if own > 0 else []) + (
+        [f"the server's {fmt_s(server / len(hosted))}"] if server > 0 else [])
+    devices = (f"; links idle a round on {' and '.join(whose)} (a deployment of those speeds waits too: not the "
+               "host's)") if whose else ""
     if not bound:
         return f"host: no round host-bound ({how}){devices}"
     return (f"[yellow]host-bound[/]: {len(bound)} of {len(hosted)} rounds ({', '.join(map(str, bound))}) — the host "

@@ -15,6 +15,8 @@ def test_the_run_line_says_what_the_devices_own_cpu_held_beside_the_host_verdict
               for i, own, srv in ((1, 2.0, 1.0), (2, 3.0, None))]
     line = host_summary(capped)
     assert line is not None and line.startswith("host: no round host-bound (dilation 7×, devices CPU-capped)")
-    assert "devices' own CPU left their links idle 2.50 s a round, the server's 500.00 ms" in line
+    assert "links idle a round on the devices' own CPU 2.50 s and the server's 500.00 ms" in line
+    older = host_summary([rnd(1, HostRound(0.1, 0.01, dilation=7.0, cpu_capped=True, device_bound_s=2.0))])
+    assert older is not None and "the devices' own CPU 2.00 s (" in older and "server" not in older
     bound = host_summary([rnd(1, HostRound(1.0, 0.1))])
     assert bound is not None and "host-bound" in bound and "own CPU" not in bound  # uncapped: nothing split
