@@ -28,8 +28,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fedbw.calibrate.fit import (PROBE, REAL, SHAPED_RUNS, UNSHAPED, costs_of, empty_pull_gaps, fit_all,
-                                 from_receiving, shaped_array_shares, shaped_messages)
+                                 from_receiving, nonnegative_lstsq, shaped_array_shares, shaped_messages)
 from fedbw.netmodel.flower import MIB, FlowerCosts
 from fedbw.netmodel.terms import AGGREGATION, HOP, constants_of_terms
 from fedbw.results.messages import MeasuredMessage
@@ -64,6 +66,63 @@ def hop_by_direction(messages: Sequence[MeasuredMessage], aggregation: Sequence[
         ratios = [m / p for m, p in _unshaped_pairs(costs, messages, (d,)) if p > 0]
         out[d] = {"transfers": len(ratios),
                   "median_measured_over_predicted": statistics.median(ratios) if ratios else None}
+    return out
+
+
+#: The ServerApp's own work the clock lays (:meth:`FlowerCosts.serverapp_pull_s` for each reply, the local-copy
+#: term for its push): name → (the message's field timed, how many messages it moved, the clock's expression).
+SERVERAPP_WORK: dict[str, tuple[str, str, Callable[[FlowerCosts, MeasuredMessage], float]]] = {
+    "pull": ("t_serverapp_pull_s", "serverapp_pulled_with",
+             lambda c, m: c.serverapp_pull_s(m.objects_up, m.flower_bytes_up)),
+    "push": ("t_serverapp_push_s", "serverapp_pushed_with", lambda c, m: c.local_cpu_s(m.flower_bytes_down)),
+}
+
+
+def pulled_after_upload(m: MeasuredMessage) -> bool:
+    """Whether the ServerApp's pull that brought ``m``'s reply started after the reply's last byte reached the
+    SuperLink: only then is its time the pull's own work. (A pull that starts while the reply still uploads
+    takes its objects behind the upload, Flower's backoff between them, and its time is mostly the upload's.)"""
+    poll = m.parts.get("serverapp_poll_s")
+    return m.t_serverapp_pull_s is not None and poll is not None and m.t_serverapp_pull_s <= poll + 1e-6
+
+
+def serverapp_work(messages: Sequence[MeasuredMessage], costs: FlowerCosts) -> dict[str, dict[str, Any]]:
+    """The ServerApp's push and its pull of each reply as the ServerApp timed them (messages measured since
+    2026-12-08, each moved alone; pulls only where :func:`pulled_after_upload`), against what the clock lays
+    for them with ``costs``, and each fitted on the hop term's features (objects, MiB), as its own term would
+    be (where the messages have more than one object count).
+
+    Why: the clock charges the ServerApp's pull of a reply as a hop and its push per MiB alone; neither was
+    ever timed (the pull hides in the ServerApp's 3 s poll unless a reply holds hundreds of objects). A
+    diagnosis on measured messages, not a fit the model uses."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, (timed, moved, predict) in SERVERAPP_WORK.items():
+        pairs, rows, objects, seen, behind = [], [], [], set(), 0
+        for m in messages:
+            t, n = getattr(m, timed), getattr(m, moved)
+            k, nbytes = (m.objects_up, m.flower_bytes_up) if name == "pull" else (m.objects_down, m.flower_bytes_down)
+            if t is None or n != 1 or m.error is not None or not k:
+                continue
+            seen.add(k)
+            if name == "pull" and not pulled_after_upload(m):
+                behind += 1
+                continue
+            pairs.append((t, predict(costs, m)))
+            rows.append(HOP.row(objects=k, nbytes=nbytes))
+            objects.append(k)
+        #: "objects": the object counts of every message timed alone (those left out behind an upload too)
+        row: dict[str, Any] = {"messages": len(pairs), "objects": sorted(seen)}
+        if name == "pull":
+            row["pulled_behind_the_upload"] = behind
+        if pairs:
+            a, b = np.array(rows), np.array([t for t, _ in pairs])
+            x = nonnegative_lstsq(a, b) if len(set(objects)) > 1 else np.full(a.shape[1], float("nan"))
+            row.update(median_measured_s=statistics.median(b.tolist()),
+                       median_predicted_s=statistics.median(p for _, p in pairs),
+                       median_measured_over_predicted=statistics.median(t / p for t, p in pairs if p > 0)
+                       if any(p > 0 for _, p in pairs) else None,
+                       fitted={k: _finite(float(v)) for k, v in zip(HOP.constants, x)})
+        out[name] = row
     return out
 
 

@@ -177,7 +177,7 @@ class MeasuringGrid(Grid):
         for m in messages:
             nbytes, objects = message_size(m) if (self._measure and r > 0) else (0, 0)
             info.append({"round": r, "node_id": m.metadata.dst_node_id, "stage": exchange_stage(m, self._train_name),
-                         "bytes_down": nbytes, "objects_down": objects})
+                         "bytes_down": nbytes, "objects_down": objects, "pushed_with": len(messages)})
         t_sent = time.perf_counter()
         ids = list(self._inner.push_messages(messages))
         t_pushed = time.perf_counter()  # the grid returns once every message's objects are on the SuperLink
@@ -188,6 +188,10 @@ class MeasuringGrid(Grid):
         return ids
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        # The pull's start too: t_replied − t_pull is the ServerApp's own pull of the replies it brought
+        # (a PullMessages request, each reply's objects one PullObject at a time, a confirm each), timed
+        # at the receiver, which the SuperLink's side of the link cannot show.
+        t_pull = time.perf_counter()
         replies = list(self._inner.pull_messages(message_ids))
         t_pulled = time.perf_counter()
         for reply in replies:
@@ -206,8 +210,10 @@ class MeasuringGrid(Grid):
             cid = self._client_of.get(sent["node_id"], -1)
             event: dict[str, Any] = {"round": sent["round"], "client_id": cid, "stage": sent["stage"],
                                      "node_id": sent["node_id"], "bytes_down": sent["bytes_down"],
-                                     "objects_down": sent["objects_down"], "t_sent": sent["t_sent"],
-                                     "t_pushed": sent["t_pushed"], "t_replied": t_pulled}
+                                     "objects_down": sent["objects_down"], "pushed_with": sent["pushed_with"],
+                                     "t_sent": sent["t_sent"],
+                                     "t_pushed": sent["t_pushed"], "t_pull": t_pull, "t_replied": t_pulled,
+                                     "pulled_with": len(replies)}
             if reply.has_error():
                 event.update(bytes_up=0, objects_up=0, error=f"{reply.error.code}: {reply.error.reason}")
             else:

@@ -362,3 +362,4 @@ from fedbw.report import population_tables as _pt  # noqa: E402,F401
 from fedbw.report import trace_catalog_table as _tc  # noqa: E402,F401
 from fedbw.report import push_session_table as _pss  # noqa: E402,F401
 from fedbw.report import host_verdict_table as _hvt  # noqa: E402,F401
+from fedbw.report import serverapp_work_table as _saw  # noqa: E402,F401

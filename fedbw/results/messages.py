@@ -57,6 +57,13 @@ class MeasuredMessage:
     t_device_s: float | None = None  #: link idle the device's own CPU held (emulate's split; not in t_host_s)
     t_server_s: float | None = None  #: link idle the server's own CPU held (likewise)
     down_before_pushed_s: float | None = None  #: the download's lead over the end of the ServerApp's push
+    #: the ServerApp's push of the stage's batch (``serverapp_pushed_with`` messages) and its pull that brought
+    #: this reply (with ``serverapp_pulled_with`` replies), timed by the ServerApp; None in files from before
+    #: 2026-12-08
+    t_serverapp_push_s: float | None = None
+    serverapp_pushed_with: int | None = None
+    t_serverapp_pull_s: float | None = None
+    serverapp_pulled_with: int | None = None
     #: Set by ``fedbw calibrate`` when it gathers messages: which of its runs (e.g. "unshaped", "shaped")
     #: and the model or probe that made the message.
     run: str = ""

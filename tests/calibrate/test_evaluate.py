@@ -69,3 +69,40 @@ def test_hop_by_direction_holds_the_one_fitted_hop_against_each_direction() -> N
     assert skewed["down"]["median_measured_over_predicted"] < 0.8 < 1.2 < skewed["up"]["median_measured_over_predicted"]
     none = hop_by_direction([replace(m, objects_up=0) for m in _transfers()], _aggregation())
     assert none["up"] == {"transfers": 0, "median_measured_over_predicted": None}
+
+
+def test_serverapp_work_times_single_pushes_and_pulls_after_the_upload_against_the_clock() -> None:
+    """Pushes and pulls that cost 5 ms an object and nothing per MiB: the fit finds that, the clock (the hop at 2
+    ms an object for the pull, the local copy per MiB for the push) sits below it; a pull that started while
+    the reply uploaded, a push or pull that moved several messages, and a message without the stamps are left
+    out."""
+    from dataclasses import replace
+
+    from fedbw.calibrate.evaluate import pulled_after_upload, serverapp_work
+    from fedbw.netmodel.flower import FlowerCosts
+
+    msgs = []
+    for m in _transfers(n=24, seed=3):
+        own = 0.005 * m.objects_up
+        msgs.append(replace(m, t_serverapp_push_s=0.005 * m.objects_down, serverapp_pushed_with=1,
+                            t_serverapp_pull_s=own, serverapp_pulled_with=1,
+                            parts={"serverapp_poll_s": own + 0.5}))
+    behind = replace(msgs[0], parts={"serverapp_poll_s": 0.0})  # began before the last byte came in
+    shared = replace(msgs[1], serverapp_pulled_with=2, serverapp_pushed_with=3)
+    older = replace(msgs[2], t_serverapp_push_s=None, t_serverapp_pull_s=None)  # a file from before the stamps
+    assert pulled_after_upload(msgs[0]) and not pulled_after_upload(behind) and not pulled_after_upload(older)
+    costs = FlowerCosts(hop_object_s=0.002, hop_s_per_mib=0.0, local_s_per_mib=0.001)
+    work = serverapp_work(msgs + [behind, shared, older], costs)
+    pull, push = work["pull"], work["push"]
+    assert pull["messages"] == 24 and pull["pulled_behind_the_upload"] == 1
+    assert push["messages"] == 25  # the pull behind the upload came after a push of its own, alone
+    assert pull["median_measured_over_predicted"] == 2.5  # 5 ms against the hop's 2 ms an object
+    assert push["median_measured_over_predicted"] > 2.5  # the clock's push is per MiB alone
+    for w in (pull, push):
+        assert abs(w["fitted"]["hop_object_s"] - 0.005) < 1e-9 and abs(w["fitted"]["hop_s_per_mib"]) < 1e-9
+    one_size = serverapp_work([replace(m, objects_up=4, objects_down=4) for m in msgs[:3]], costs)
+    assert one_size["pull"]["fitted"]["hop_object_s"] is None  # one object count: no fit
+    assert serverapp_work(_transfers(n=4), costs)["pull"] == {"messages": 0, "objects": [],
+                                                              "pulled_behind_the_upload": 0}
+    only_behind = serverapp_work([behind], costs)["pull"]  # its size is shown, its time is not used
+    assert only_behind["messages"] == 0 and only_behind["objects"] == [behind.objects_up]

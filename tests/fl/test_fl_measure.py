@@ -125,6 +125,8 @@ def test_measuring_grid_logs_one_event_per_reply(tmp_path):
         assert e["event"] == "message" and e["round"] == 3 and e["stage"] == "fit"
         assert abs(e["bytes_down"] - expected_down) <= 2 and e["bytes_up"] > 0
         assert e["compute_s"] == 0.5 and e["num_examples"] == 7 and e["t_replied"] >= e["t_pushed"] >= e["t_sent"]
+        # the ServerApp's own push and pull: both messages went in one push and came back in one pull
+        assert e["t_replied"] >= e["t_pull"] >= e["t_pushed"] and e["pushed_with"] == 2 and e["pulled_with"] == 2
     assert sorted(seen) == [(3, 0, "fit"), (3, 1, "fit")]
     # fedbw's record travelled (counted in bytes_up) but the app gets its reply without it
     assert all(MEASURE_RECORD not in r.content and "metrics" in r.content for r in replies)

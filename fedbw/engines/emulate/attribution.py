@@ -70,6 +70,13 @@ class MessageTimes:
     #: (0: it started after; None: not logged). A SuperNode whose poll lands inside the push finds the
     #: message before its objects and waits on Flower's pull backoff inside its download.
     down_before_pushed_s: float | None = None
+    #: The ServerApp's own work, timed by it (fedbw.fl.measure; None where the event predates the stamps): its
+    #: push of the stage's batch (every message's objects onto the SuperLink) and the pull that brought this
+    #: reply, each with how many messages it moved (its time is theirs together)
+    t_serverapp_push_s: float | None = None
+    serverapp_pushed_with: int | None = None
+    t_serverapp_pull_s: float | None = None
+    serverapp_pulled_with: int | None = None
 
     @property
     def total_s(self) -> float:
@@ -120,7 +127,11 @@ def message_times(event: Mapping[str, Any], measure: Any) -> MessageTimes:
         parts=parts, error=event.get("error"), bulk=bulk, objects_down=int(event.get("objects_down") or 0),
         objects_up=int(event.get("objects_up") or 0), process_start_s=span.startup_s, launch_s=span.launch_s,
         t_receiving_s=span.t_receiving_s, t_sent_s=span.t_sent_s,
-        down_before_pushed_s=None if event.get("t_pushed") is None else max(0.0, float(event["t_pushed"]) - down_first))
+        down_before_pushed_s=None if event.get("t_pushed") is None else max(0.0, float(event["t_pushed"]) - down_first),
+        t_serverapp_push_s=None if event.get("t_pushed") is None else max(0.0, float(event["t_pushed"]) - t_sent),
+        serverapp_pushed_with=None if event.get("pushed_with") is None else int(event["pushed_with"]),
+        t_serverapp_pull_s=None if event.get("t_pull") is None else max(0.0, t_replied - float(event["t_pull"])),
+        serverapp_pulled_with=None if event.get("pulled_with") is None else int(event["pulled_with"]))
 
 
 def match_messages(events: Sequence[Mapping[str, Any]], measures: Sequence[Any],

@@ -131,6 +131,22 @@ def test_message_times_split_into_consecutive_parts() -> None:
     assert sum(t.parts.values()) + t.t_down_s + t.t_up_s + t.t_compute_s == pytest.approx(t.total_s)
     assert t.t_framework_s == pytest.approx(sum(t.parts.values()))
     assert t.down_before_pushed_s is None  # the event did not log the push's end
+    assert t.t_serverapp_push_s is t.t_serverapp_pull_s is t.serverapp_pulled_with is None  # nor the pull's start
+
+
+def test_the_serverapps_own_push_and_pull_come_from_its_stamps() -> None:
+    """Pushed from +0 to +0.8 with two other messages; the pull that brought the reply ran +8.2 → +9.0 with one."""
+    t0 = 100.0
+    ev = {"client_id": 0, "stage": "fit", "t_sent": t0, "t_pushed": t0 + 0.8, "t_pull": t0 + 8.2,
+          "t_replied": t0 + 9.0, "pushed_with": 3, "pulled_with": 2}
+    t = message_times(ev, _measure(0, "1", t0))
+    assert t.t_serverapp_push_s == pytest.approx(0.8) and t.serverapp_pushed_with == 3
+    assert t.t_serverapp_pull_s == pytest.approx(0.8) and t.serverapp_pulled_with == 2
+    from fedbw.engines.emulate.run import measured_message
+
+    m = measured_message(1, t)  # the typed record calibration reads carries them
+    assert (m.t_serverapp_push_s, m.serverapp_pushed_with, m.t_serverapp_pull_s, m.serverapp_pulled_with) == (
+        t.t_serverapp_push_s, 3, t.t_serverapp_pull_s, 2)
 
 
 def test_a_download_that_started_inside_the_push_says_by_how_much() -> None:

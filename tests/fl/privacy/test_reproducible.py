@@ -24,7 +24,8 @@ from fedbw.runner import run_experiment
 from .fedbw_loopback import ends, run_apps
 
 #: Event fields measured on the wall clock (or process ids): they differ between any two runs.
-CLOCK = {"t", "t_sent", "t_pushed", "t_replied", "t_recv", "t_reply", "t_app_s", "compute_s", "wall_time_s", "pid"}
+CLOCK = {"t", "t_sent", "t_pushed", "t_pull", "t_replied", "pulled_with", "t_recv", "t_reply", "t_app_s", "compute_s",
+         "wall_time_s", "pid"}
 
 DP_LOCAL = {"dp": {"enabled": True, "mode": "local", "local_epsilon": 8.0, "clipping_norm": 2.0}}
 SECAGG_DP = {"secagg": {"enabled": True, "mode": "packed"},
