@@ -8,7 +8,7 @@ CPU on each: its link idles between requests as a real device's of that speed wo
 each payload's idle time, less the time its next request was in flight the other way, by the client
 device's CPU use over it as a share of its cgroup cap, and what that leaves by the server's
 (fedbw/engines/emulate/host.py). This runs one of validation 5's rows again (``--row``: ``1M-home-80-2``,
-which the rule was written from, or ``3M-home-30-2``, which it was not):
+which the rule was written from, or ``3M-home-30-2`` or ``1M-mobile-5g-4``, which it was not):
 
 * at dilation 7, as validation 5 ran it: the deployment's own time should leave the host's share, and
 * at dilation 1.25, a control where the host is overloaded (each device capped at 0.8 of a core, the
@@ -17,11 +17,12 @@ which the rule was written from, or ``3M-home-30-2``, which it was not):
 
 Nothing here uses the model: every figure is emulate's own measurement. Beside the runs it puts validation
 5's two trials of the row from the run log (their host share per round, before the split). Writes
-benchmarks/results/host-verdict.json (or host-verdict-3M-home-30-2.json); docs/emulate.md's tables are
-generated from them.
+benchmarks/results/host-verdict.json (or host-verdict-<row>.json for the others); docs/emulate.md's tables
+are generated from them.
 
-Usage: .venv/bin/python benchmarks/host_verdict.py [--dilations 7,1.25] [--row 1M-home-80-2|3M-home-30-2]
-(1M-home-80-2: about 10 minutes at 7, 2 at 1.25; 3M-home-30-2: about 14 at 7, 4 at 1.25)
+Usage: .venv/bin/python benchmarks/host_verdict.py [--dilations 7,1.25] [--row 1M-home-80-2|3M-home-30-2|1M-mobile-5g-4]
+(1M-home-80-2: about 10 minutes at 7, 2 at 1.25; 3M-home-30-2: about 14 at 7, 4 at 1.25; 1M-mobile-5g-4: about
+18 at 7, 4 at 1.25)
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ for _k, _v in (("FLWR_TELEMETRY_ENABLED", "0"), ("FLWR_DISABLE_UPDATE_CHECK", "1
 RESULTS = ROOT / "benchmarks" / "results"
 RUNS = ROOT / "runs" / "host-verdict"
 #: Validation 5's rows the verdict is checked on: the one it was first changed for (host-verdict.json), and
-#: one it was not written from (host-verdict-3M-home-30-2.json): 3M values, home-30, host-bound in every round.
+#: two it was not written from: 3M values on home-30 (host-verdict-3M-home-30-2.json) and 1M on mobile-5g with
+#: four clients (host-verdict-1M-mobile-5g-4.json), each host-bound in every round of both trials.
 ROWS = {"1M-home-80-2": (("1M", "home-80", 2, False), "host-verdict.json"),
-        "3M-home-30-2": (("3M", "home-30", 2, False), "host-verdict-3M-home-30-2.json")}
+        "3M-home-30-2": (("3M", "home-30", 2, False), "host-verdict-3M-home-30-2.json"),
+        "1M-mobile-5g-4": (("1M", "mobile-5g", 4, False), "host-verdict-1M-mobile-5g-4.json")}
 VALIDATION = 5
 
 

@@ -9,7 +9,7 @@ term by direction (docs/methodology.md) both turn on these two costs. fedbw's Se
 pull's start beside its push (``fedbw.fl.measure``), so emulate measures both at the receiver.
 
 This runs calibration's own unshaped run (one client on unshaped loopback, synthetic compute, at the dilation
-and CPU caps of the calibration it compares with) for models of 4 to about 600 objects a message, and sets
+and CPU caps of the calibration it compares with) for models of 4 to 300 arrays (12 to 604 objects a message), and sets
 each message's push and pull (pulls that started after the reply's last byte reached the SuperLink only)
 beside the clock's expressions under that calibration (``fedbw.calibrate.evaluate.serverapp_work``). The
 measurements are emulate's; the "model" columns are the clock's, with the calibration named in the result.
@@ -19,7 +19,7 @@ place); docs/fidelity.md's table is generated from it.
 
 Usage: .venv/bin/python benchmarks/serverapp_work.py [--rounds 5] [--models mlp,small-cnn,resnet18,1M,3M]
        [--calibration benchmarks/results/calibration-dilation7-amd-epyc.toml]
-(about 30 minutes at 4 rounds, dilation 7, on 2 cores; the host should be otherwise idle: the caps measure a
+(about 30 minutes at 4 rounds, 42 at 6, dilation 7, on 2 cores; the host should be otherwise idle: the caps measure a
 device of one core only when nothing else competes for the cores), or with ``--again`` after a model change:
 the kept messages set against the current model in seconds, no emulation.
 """

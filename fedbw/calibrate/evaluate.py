@@ -69,8 +69,9 @@ def hop_by_direction(messages: Sequence[MeasuredMessage], aggregation: Sequence[
     return out
 
 
-#: The ServerApp's own work the clock lays (:meth:`FlowerCosts.serverapp_pull_s` for each reply, the local-copy
-#: term for its push): name → (the message's field timed, how many messages it moved, the clock's expression).
+#: The ServerApp's own work the clock lays (:meth:`FlowerCosts.serverapp_pull_s` for each reply; for its push the
+#: local-copy term of the message, as ``DeploymentClock._lay_stage`` does for a stage's largest): name → (the
+#: message's field timed, how many messages it moved, the clock's expression).
 SERVERAPP_WORK: dict[str, tuple[str, str, Callable[[FlowerCosts, MeasuredMessage], float]]] = {
     "pull": ("t_serverapp_pull_s", "serverapp_pulled_with",
              lambda c, m: c.serverapp_pull_s(m.objects_up, m.flower_bytes_up)),

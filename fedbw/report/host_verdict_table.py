@@ -12,7 +12,8 @@ from fedbw.report.format import fmt_pct, fmt_s
 COMMAND = ".venv/bin/python benchmarks/host_verdict.py"
 #: What each row of benchmarks/host_verdict.py's ROWS is, in the table's caption
 ROW_WORDS = {"1M-home-80-2": "`params=1M`, about 600 objects a message, 2 clients on home-80",
-             "3M-home-30-2": "`params=3M`, 2 clients on home-30"}
+             "3M-home-30-2": "`params=3M`, 2 clients on home-30",
+             "1M-mobile-5g-4": "`params=1M`, about 600 objects a message, 4 clients on mobile-5g"}
 
 
 def _share(v: float | None) -> str:
@@ -78,4 +79,6 @@ def host_verdict_markdown(data: dict[str, Any]) -> str:
 
 
 result_table("emulate.host-verdict-3m", "host-verdict-3M-home-30-2.json", COMMAND + " --row 3M-home-30-2",
+             needs="runs")(host_verdict_markdown)
+result_table("emulate.host-verdict-1m-mobile", "host-verdict-1M-mobile-5g-4.json", COMMAND + " --row 1M-mobile-5g-4",
              needs="runs")(host_verdict_markdown)

@@ -115,7 +115,8 @@ def measured_message(round_: int, t: MessageTimes) -> MeasuredMessage:
         process_start_s=t.process_start_s, launch_s=t.launch_s, t_receiving_s=t.t_receiving_s,
         t_sent_s=t.t_sent_s, t_host_s=t.t_host_s, t_device_s=t.t_device_s, t_server_s=t.t_server_s,
         down_before_pushed_s=t.down_before_pushed_s, t_serverapp_push_s=t.t_serverapp_push_s,
-        serverapp_pushed_with=t.serverapp_pushed_with,        t_serverapp_pull_s=t.t_serverapp_pull_s, serverapp_pulled_with=t.serverapp_pulled_with)
+        serverapp_pushed_with=t.serverapp_pushed_with, t_serverapp_pull_s=t.t_serverapp_pull_s,
+        serverapp_pulled_with=t.serverapp_pulled_with)
 
 
 def read_messages_of_run(run_dir: Path) -> list[MeasuredMessage]:
