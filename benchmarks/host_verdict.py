@@ -8,7 +8,8 @@ CPU on each: its link idles between requests as a real device's of that speed wo
 each payload's idle time, less the time its next request was in flight the other way, by the client
 device's CPU use over it as a share of its cgroup cap, and what that leaves by the server's
 (fedbw/engines/emulate/host.py). This runs one of validation 5's rows again (``--row``: ``1M-home-80-2``,
-which the rule was written from, or ``3M-home-30-2`` or ``1M-mobile-5g-4``, which it was not):
+which the rule was written from, or ``3M-home-30-2``, ``1M-mobile-5g-4`` or ``1M-home-50-8-secagg``, which it
+was not):
 
 * at dilation 7, as validation 5 ran it: the deployment's own time should leave the host's share, and
 * at dilation 1.25, a control where the host is overloaded (each device capped at 0.8 of a core, the
@@ -20,9 +21,9 @@ Nothing here uses the model: every figure is emulate's own measurement. Beside t
 benchmarks/results/host-verdict.json (or host-verdict-<row>.json for the others); docs/emulate.md's tables
 are generated from them.
 
-Usage: .venv/bin/python benchmarks/host_verdict.py [--dilations 7,1.25] [--row 1M-home-80-2|3M-home-30-2|1M-mobile-5g-4]
+Usage: .venv/bin/python benchmarks/host_verdict.py [--dilations 7,1.25] [--row ROW] (ROW: a key of ROWS)
 (1M-home-80-2: about 10 minutes at 7, 2 at 1.25; 3M-home-30-2: about 14 at 7, 4 at 1.25; 1M-mobile-5g-4: about
-18 at 7, 4 at 1.25)
+18 at 7, 4 at 1.25; 1M-home-50-8-secagg: about 17 at 7)
 """
 
 from __future__ import annotations
@@ -46,11 +47,13 @@ for _k, _v in (("FLWR_TELEMETRY_ENABLED", "0"), ("FLWR_DISABLE_UPDATE_CHECK", "1
 RESULTS = ROOT / "benchmarks" / "results"
 RUNS = ROOT / "runs" / "host-verdict"
 #: Validation 5's rows the verdict is checked on: the one it was first changed for (host-verdict.json), and
-#: two it was not written from: 3M values on home-30 (host-verdict-3M-home-30-2.json) and 1M on mobile-5g with
-#: four clients (host-verdict-1M-mobile-5g-4.json), each host-bound in every round of both trials.
+#: three it was not written from: 3M values on home-30 (host-verdict-3M-home-30-2.json), 1M on mobile-5g with
+#: four clients (host-verdict-1M-mobile-5g-4.json) and 1M with eight under SecAgg+, the host's busiest
+#: (host-verdict-1M-home-50-8-secagg.json), each host-bound in every round of both trials.
 ROWS = {"1M-home-80-2": (("1M", "home-80", 2, False), "host-verdict.json"),
         "3M-home-30-2": (("3M", "home-30", 2, False), "host-verdict-3M-home-30-2.json"),
-        "1M-mobile-5g-4": (("1M", "mobile-5g", 4, False), "host-verdict-1M-mobile-5g-4.json")}
+        "1M-mobile-5g-4": (("1M", "mobile-5g", 4, False), "host-verdict-1M-mobile-5g-4.json"),
+        "1M-home-50-8-secagg": (("1M", "home-50", 8, True), "host-verdict-1M-home-50-8-secagg.json")}
 VALIDATION = 5
 
 

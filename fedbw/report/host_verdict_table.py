@@ -13,7 +13,8 @@ COMMAND = ".venv/bin/python benchmarks/host_verdict.py"
 #: What each row of benchmarks/host_verdict.py's ROWS is, in the table's caption
 ROW_WORDS = {"1M-home-80-2": "`params=1M`, about 600 objects a message, 2 clients on home-80",
              "3M-home-30-2": "`params=3M`, 2 clients on home-30",
-             "1M-mobile-5g-4": "`params=1M`, about 600 objects a message, 4 clients on mobile-5g"}
+             "1M-mobile-5g-4": "`params=1M`, about 600 objects a message, 4 clients on mobile-5g",
+             "1M-home-50-8-secagg": "`params=1M`, about 600 objects a message, 8 clients on home-50 under SecAgg+"}
 
 
 def _share(v: float | None) -> str:
@@ -82,3 +83,5 @@ result_table("emulate.host-verdict-3m", "host-verdict-3M-home-30-2.json", COMMAN
              needs="runs")(host_verdict_markdown)
 result_table("emulate.host-verdict-1m-mobile", "host-verdict-1M-mobile-5g-4.json", COMMAND + " --row 1M-mobile-5g-4",
              needs="runs")(host_verdict_markdown)
+result_table("emulate.host-verdict-1m-8-secagg", "host-verdict-1M-home-50-8-secagg.json",
+             COMMAND + " --row 1M-home-50-8-secagg", needs="runs")(host_verdict_markdown)
