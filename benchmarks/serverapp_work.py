@@ -144,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             ap.error(f"{_shown(OUT)} cannot be read ({exc}): move it away to start a new result"
                      + ("; --again needs a measured one" if args.again else ""))
+        if not (isinstance(kept, dict) and isinstance(kept.get("measurements"), list)
+                and isinstance(kept.get("calibration"), dict) and "path" in kept["calibration"]):
+            ap.error(f"{_shown(OUT)} is not a result of this benchmark (no measurements or calibration): move it "
+                     "away to start a new result")
     if kept is not None and args.calibration == str(CALIBRATION):
         args.calibration = str(ROOT / kept["calibration"]["path"])  # a result keeps its calibration
     cal = _calibration(args.calibration, ap)

@@ -79,9 +79,7 @@ def host_verdict_markdown(data: dict[str, Any]) -> str:
               f"{data['commit']}.\n")
 
 
-result_table("emulate.host-verdict-3m", "host-verdict-3M-home-30-2.json", COMMAND + " --row 3M-home-30-2",
-             needs="runs")(host_verdict_markdown)
-result_table("emulate.host-verdict-1m-mobile", "host-verdict-1M-mobile-5g-4.json", COMMAND + " --row 1M-mobile-5g-4",
-             needs="runs")(host_verdict_markdown)
-result_table("emulate.host-verdict-1m-8-secagg", "host-verdict-1M-home-50-8-secagg.json",
-             COMMAND + " --row 1M-home-50-8-secagg", needs="runs")(host_verdict_markdown)
+#: The other rows' blocks in docs/emulate.md: each its own result, host-verdict-<row>.json (``--row``)
+for _row, _block in (("3M-home-30-2", "emulate.host-verdict-3m"), ("1M-mobile-5g-4", "emulate.host-verdict-1m-mobile"),
+                     ("1M-home-50-8-secagg", "emulate.host-verdict-1m-8-secagg")):
+    result_table(_block, f"host-verdict-{_row}.json", f"{COMMAND} --row {_row}", needs="runs")(host_verdict_markdown)

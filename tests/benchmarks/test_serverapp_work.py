@@ -62,8 +62,17 @@ def test_a_measurement_against_another_calibration_is_refused_before_it_runs(tmp
     assert exc.value.code == 2
 
 
-def test_again_without_a_kept_result_ends_in_a_usage_error(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(S, "OUT", tmp_path / "absent.json")
-    with pytest.raises(SystemExit) as exc:
-        S.main(["--again"])
-    assert exc.value.code == 2
+@pytest.mark.parametrize("kept", [None, "{not json", '{"runs": []}', "[1, 2]"])
+def test_again_without_a_kept_result_of_this_benchmark_ends_in_a_usage_error(tmp_path, monkeypatch,
+                                                                              kept: str | None) -> None:
+    out = tmp_path / "serverapp-work.json"
+    if kept is not None:
+        out.write_text(kept, encoding="utf-8")
+    monkeypatch.setattr(S, "OUT", out)
+    monkeypatch.setattr(S, "measure", lambda *a: pytest.fail("measured despite a result it cannot add to"))
+    for args in (["--again"], []):
+        if kept is None and not args:
+            continue  # no result yet: a measurement starts one
+        with pytest.raises(SystemExit) as exc:
+            S.main(args)
+        assert exc.value.code == 2
